@@ -1,0 +1,58 @@
+"""Argument checks shared by every module: clear errors before any computation.
+
+A learner who passes the wrong thing should read *which* argument was wrong, what
+arrived and what was expected -- never a bare ``RuntimeError: mat1 and mat2 shapes
+cannot be multiplied`` from deep inside PyTorch. Every public function of the
+package calls these helpers first, so nothing is half-computed when an error is raised.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def describe(x) -> str:
+    """A short description of ``x`` for an error message: shape and dtype for tensors."""
+    if isinstance(x, torch.Tensor):
+        return f"a tensor of shape {tuple(x.shape)} and dtype {x.dtype}"
+    return f"{type(x).__name__} {x!r}"[:120]
+
+
+def require_tensor(name: str, x, *, min_dim: int | None = None, ndim: int | None = None) -> None:
+    """Raise ``TypeError`` unless ``x`` is a tensor, ``ValueError`` unless its rank fits."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"`{name}` must be a torch.Tensor, got {describe(x)}.")
+    if ndim is not None and x.dim() != ndim:
+        raise ValueError(f"`{name}` must have {ndim} dimensions, got {describe(x)}.")
+    if min_dim is not None and x.dim() < min_dim:
+        raise ValueError(f"`{name}` must have at least {min_dim} dimensions, got {describe(x)}.")
+
+
+def require_integer_tensor(name: str, x) -> None:
+    """Raise ``TypeError`` unless ``x`` is a tensor of an integer dtype (token ids, lengths)."""
+    require_tensor(name, x)
+    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+        raise TypeError(
+            f"`{name}` must hold integer ids (torch.long), got {describe(x)}. "
+            "Token ids come from the tokenizer; convert with `.long()` if you built them by hand."
+        )
+
+
+def require_positive_int(name: str, value) -> None:
+    """Raise unless ``value`` is a positive Python int (sizes, head counts, lengths)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"`{name}` must be a positive int, got {describe(value)}.")
+    if value <= 0:
+        raise ValueError(f"`{name}` must be a positive int, got {value}.")
+
+
+def require_divisible(d_model: int, num_heads: int) -> None:
+    """Raise unless the model width splits evenly into heads (768 = 12 x 64 does; 512 / 12 does not)."""
+    require_positive_int("d_model", d_model)
+    require_positive_int("num_heads", num_heads)
+    if d_model % num_heads:
+        raise ValueError(
+            f"`d_model`={d_model} is not divisible by `num_heads`={num_heads}: each head gets "
+            f"d_model / num_heads = {d_model / num_heads:.2f} features, which must be a whole number. "
+            "BERT-base uses d_model=768 with 12 heads of 64."
+        )

@@ -1,0 +1,139 @@
+r"""Q/K/V projections and scaled dot-product attention.
+
+.. math:: \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V
+
+Two paths compute the same thing:
+
+- the **teaching path** writes every step out (scores, scale, mask, softmax, weighted
+  sum) and returns the attention weights, so they can be plotted;
+- the **fast path** calls ``torch.nn.functional.scaled_dot_product_attention``, which
+  fuses the steps and never materialises the weights. It is taken when the caller
+  says it does not need the weights (``need_weights=False``).
+
+Both agree to 1e-6 in fp32 (a test proves it). Masks follow the package convention:
+boolean, True = may attend (see ``bertcourse.masks``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ._validation import describe, require_tensor
+from .masks import broadcast_mask, fill_value
+
+
+def qkv_projection(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor):
+    """Project token vectors to queries, keys and values: Q = X W_Q, K = X W_K, V = X W_V.
+
+    x: (..., seq, d_model); w_q, w_k: (d_model, d_k); w_v: (d_model, d_v).
+    Returns (q, k, v) of shapes (..., seq, d_k), (..., seq, d_k), (..., seq, d_v).
+    (``nn.Linear`` stores the transposed matrix, (out, in), and computes x @ W.T + b.)
+    """
+    require_tensor("x", x, min_dim=2)
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        require_tensor(name, w, ndim=2)
+        if w.shape[0] != x.shape[-1]:
+            raise ValueError(
+                f"`{name}` must have shape (d_model, d_out) with d_model = x.shape[-1] = {x.shape[-1]}, "
+                f"got {describe(w)}."
+            )
+    if w_q.shape[1] != w_k.shape[1]:
+        raise ValueError(
+            f"`w_q` and `w_k` must project to the same width d_k (queries are dotted with keys), "
+            f"got {w_q.shape[1]} and {w_k.shape[1]}."
+        )
+    return x @ w_q, x @ w_k, x @ w_v  # (..., seq, d_k), (..., seq, d_k), (..., seq, d_v)
+
+
+def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Raw (unscaled) scores Q K^T: how well each query matches each key.
+
+    q: (..., q_len, d_k), k: (..., k_len, d_k). Returns (..., q_len, k_len).
+    """
+    _check_qk(q, k)
+    return q @ k.transpose(-2, -1)  # (..., q_len, k_len)
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    need_weights: bool = True,
+    dropout_p: float = 0.0,
+):
+    """softmax(Q K^T / sqrt(d_k)) V, with an optional boolean mask (True = may attend).
+
+    q: (..., q_len, d_k), k: (..., k_len, d_k), v: (..., k_len, d_v); the leading dims
+    (batch, heads, ...) must match. ``mask`` must broadcast to (..., q_len, k_len).
+    Returns ``(output, weights)``: output (..., q_len, d_v) and weights (..., q_len, k_len),
+    or ``(output, None)`` on the fast path (``need_weights=False``).
+    ``dropout_p`` drops attention weights (BERT uses 0.1 in training); pass 0.0 in eval.
+    A query row with every key masked gets zero weights and a zero output.
+    """
+    _check_qk(q, k)
+    require_tensor("v", v, min_dim=2)
+    if v.shape[:-1] != k.shape[:-1]:
+        raise ValueError(
+            f"`v` must have one value per key: shape (..., k_len, d_v) with (..., k_len) = "
+            f"{tuple(k.shape[:-1])} from `k`, got {describe(v)}."
+        )
+    scores_shape = (*q.shape[:-1], k.shape[-2])  # (..., q_len, k_len)
+    if mask is not None:
+        mask = broadcast_mask(mask, scores_shape)
+        if mask.device != q.device:
+            mask = mask.to(q.device)
+    if not need_weights:
+        return _fast_attention(q, k, v, mask, dropout_p), None
+    return _teaching_attention(q, k, v, mask, dropout_p)
+
+
+def _teaching_attention(q, k, v, mask, dropout_p):
+    """Every step written out; returns the weights too."""
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., q_len, k_len)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, fill_value(scores.dtype))  # masked keys -> most negative
+    weights = torch.softmax(scores, dim=-1)  # (..., q_len, k_len), each row sums to 1
+    if mask is not None:
+        weights = _zero_fully_masked_rows(weights, mask)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ v, weights  # (..., q_len, d_v), (..., q_len, k_len)
+
+
+def _fast_attention(q, k, v, mask, dropout_p):
+    """PyTorch's fused kernel; the weights are never built."""
+    output = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    if mask is not None:
+        output = _zero_fully_masked_rows(output, mask)
+    return output  # (..., q_len, d_v)
+
+
+def _zero_fully_masked_rows(x, mask):
+    """Zero the rows of ``x`` whose query may attend to no key at all (instead of NaN or a uniform row)."""
+    row_attends = mask.any(dim=-1, keepdim=True)  # (..., q_len, 1)
+    if bool(row_attends.all()):
+        return x
+    return torch.where(row_attends, x, torch.zeros((), dtype=x.dtype, device=x.device))
+
+
+def _check_qk(q, k):
+    require_tensor("q", q, min_dim=2)
+    require_tensor("k", k, min_dim=2)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"`q` and `k` must have the same width d_k (each query is dotted with each key), "
+            f"got q {tuple(q.shape)} and k {tuple(k.shape)}."
+        )
+    if q.shape[:-2] != k.shape[:-2]:
+        raise ValueError(
+            f"`q` and `k` must have the same leading (batch, heads) dims, got q {tuple(q.shape)} "
+            f"and k {tuple(k.shape)}."
+        )
+    if q.dtype != k.dtype:
+        raise TypeError(f"`q` and `k` must have the same dtype, got {q.dtype} and {k.dtype}.")

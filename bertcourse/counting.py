@@ -1,0 +1,38 @@
+"""Where BERT's parameters are: counted from the config, module by module.
+
+BERT-base has about 110M parameters. ``parameter_breakdown`` derives every count from
+the shapes of the weight matrices, so it can be read next to the architecture; a test
+proves it equals ``sum(p.numel() for p in BertModel(config).parameters())``.
+"""
+
+from __future__ import annotations
+
+from .config import BertConfig
+
+
+def linear_parameters(d_in: int, d_out: int) -> int:
+    """A d_in -> d_out linear layer: a (d_out, d_in) weight and a (d_out,) bias."""
+    return d_in * d_out + d_out
+
+
+def parameter_breakdown(config: BertConfig) -> dict[str, int]:
+    """Parameter counts of ``BertModel(config)`` by part (embeddings, per-layer blocks x layers, pooler)."""
+    d, d_ff, n_layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    layer_norm = 2 * d  # gamma and beta
+    return {
+        "word embeddings": config.vocab_size * d,
+        "position embeddings": config.max_position_embeddings * d,
+        "token type embeddings": config.type_vocab_size * d,
+        "embedding LayerNorm": layer_norm,
+        "attention Q, K, V (all layers)": n_layers * 3 * linear_parameters(d, d),
+        "attention output W_O (all layers)": n_layers * linear_parameters(d, d),
+        "attention LayerNorm (all layers)": n_layers * layer_norm,
+        "feed-forward (all layers)": n_layers * (linear_parameters(d, d_ff) + linear_parameters(d_ff, d)),
+        "feed-forward LayerNorm (all layers)": n_layers * layer_norm,
+        "pooler": linear_parameters(d, d),
+    }
+
+
+def count_parameters(config: BertConfig) -> int:
+    """Total parameters of ``BertModel(config)``: 109,482,240 for BERT-base."""
+    return sum(parameter_breakdown(config).values())

@@ -1,0 +1,81 @@
+"""One Transformer encoder layer, and a stack of them.
+
+A layer is two sub-layers, each wrapped in a residual connection and a LayerNorm:
+
+- **Post-LN** (BERT, and the original Transformer): ``x = LN(x + Sublayer(x))``.
+- **Pre-LN** (GPT-2 and many tutorials, often without saying so): ``x = x + Sublayer(LN(x))``.
+
+Post-LN is the default here because it is what BERT's weights were trained with; loading
+them into a Pre-LN layer gives wrong numbers with no error. Pre-LN keeps an untouched
+residual path from input to output, which is why it trains more easily when deep.
+
+Dropout (``hidden_dropout_prob``, 0.1 in BERT) is applied to each sub-layer's output
+before the residual addition; it is inactive in ``eval()`` mode.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._validation import require_positive_int
+from .feedforward import FeedForward
+from .layernorm import LayerNorm
+from .multihead import MultiHeadAttention
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention + feed-forward, each with residual, dropout and LayerNorm.
+
+    forward(x, mask=None, need_weights=False) -> (x, weights); x: (batch, seq, d_model).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.1,
+        eps: float = 1e-12,
+        norm_first: bool = False,
+    ):
+        super().__init__()
+        self.norm_first = norm_first
+        self.attention = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
+        self.attention_norm = LayerNorm(d_model, eps=eps)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.output_norm = LayerNorm(d_model, eps=eps)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
+        if self.norm_first:
+            attended, weights = self.attention(self.attention_norm(x), mask, need_weights)
+            x = x + self.dropout(attended)  # (batch, seq, d_model)
+            x = x + self.dropout(self.feed_forward(self.output_norm(x)))
+            return x, weights
+        attended, weights = self.attention(x, mask, need_weights)
+        x = self.attention_norm(x + self.dropout(attended))  # (batch, seq, d_model)
+        x = self.output_norm(x + self.dropout(self.feed_forward(x)))
+        return x, weights
+
+
+class Encoder(nn.Module):
+    """``num_layers`` encoder layers applied in turn; collects each layer's attention weights."""
+
+    def __init__(self, num_layers: int, **layer_kwargs):
+        super().__init__()
+        require_positive_int("num_layers", num_layers)
+        self.layers = nn.ModuleList(EncoderLayer(**layer_kwargs) for _ in range(num_layers))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
+        """Returns (x, hidden_states, attentions): hidden_states has the input and every layer's
+        output; attentions has one (batch, heads, seq, seq) tensor per layer (empty if not needed)."""
+        hidden_states = [x]
+        attentions = []
+        for layer in self.layers:
+            x, weights = layer(x, mask, need_weights)
+            hidden_states.append(x)
+            if need_weights:
+                attentions.append(weights)
+        return x, tuple(hidden_states), tuple(attentions)

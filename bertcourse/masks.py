@@ -1,0 +1,142 @@
+"""Masks: which keys each query may look at.
+
+One convention everywhere in this package: a mask is a **boolean** tensor and
+``True`` means "may attend". This is the convention of
+``torch.nn.functional.scaled_dot_product_attention`` and, as 1/0, of Hugging Face's
+``attention_mask``. PyTorch's ``nn.MultiheadAttention(key_padding_mask=...)`` uses the
+opposite (True = ignore); convert at that border with ``~mask``.
+
+Masked scores are filled with ``torch.finfo(dtype).min`` rather than ``-1e9``:
+``-1e9`` does not fit in fp16 (its range ends at -65504) and ``masked_fill`` raises.
+
+A query row whose keys are *all* masked attends to nothing: this package returns
+zero attention weights and a zero output for it, instead of NaN (``-inf`` fill) or
+a uniform average over padding (finite fill). BERT never produces such a row (every
+sentence has at least [CLS]), so this only matters for hand-made masks.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._validation import describe, require_integer_tensor, require_positive_int, require_tensor
+
+
+def padding_mask(lengths, max_len: int | None = None) -> torch.Tensor:
+    """Key-padding mask from sentence lengths.
+
+    lengths: ints, shape (batch,), e.g. ``[5, 3]``.
+    Returns a bool tensor of shape (batch, max_len), True at real tokens (position < length).
+    ``max_len`` defaults to the longest length.
+    """
+    if isinstance(lengths, (list, tuple)):
+        lengths = torch.tensor(lengths, dtype=torch.long)
+    require_integer_tensor("lengths", lengths)
+    if lengths.dim() != 1:
+        raise ValueError(f"`lengths` must be 1-D, one length per sentence, got {describe(lengths)}.")
+    if (lengths < 0).any():
+        raise ValueError(f"`lengths` must be >= 0, got {lengths.tolist()}.")
+    longest = int(lengths.max()) if lengths.numel() else 0
+    if max_len is None:
+        max_len = longest
+    require_positive_int("max_len", max_len)
+    if longest > max_len:
+        raise ValueError(f"`max_len`={max_len} is shorter than the longest sentence ({longest} tokens).")
+    positions = torch.arange(max_len, device=lengths.device)  # (max_len,)
+    return positions[None, :] < lengths[:, None]  # (batch, max_len)
+
+
+def mask_from_attention_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's 0/1 ``attention_mask`` (batch, seq) -> our bool mask (batch, seq)."""
+    return as_bool_mask("attention_mask", attention_mask)
+
+
+def causal_mask(seq_len: int, device=None) -> torch.Tensor:
+    """Causal (look-ahead) mask of shape (seq_len, seq_len): query i may attend to keys 0..i.
+
+    GPT uses it; BERT does not (every token sees the whole sentence, both directions).
+    """
+    require_positive_int("seq_len", seq_len)
+    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()  # (seq, seq)
+
+
+def as_bool_mask(name: str, mask: torch.Tensor) -> torch.Tensor:
+    """Check that ``mask`` is boolean or holds only 0/1, and return it as bool."""
+    require_tensor(name, mask)
+    if mask.dtype == torch.bool:
+        return mask
+    if mask.numel() and not ((mask == 0) | (mask == 1)).all():
+        values = torch.unique(mask)[:6].tolist()
+        raise ValueError(
+            f"`{name}` must be boolean or hold only 0/1 (1 = may attend), got values {values} "
+            f"in {describe(mask)}. Additive masks (0 / -inf) are not accepted: pass `{name} == 0` instead."
+        )
+    return mask != 0
+
+
+def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
+    """Logical AND of several masks (None entries are skipped): attend only where all allow.
+
+    Example: ``combine_masks(padding[:, None, None, :], causal_mask(n))`` for a padded GPT batch.
+    """
+    present = [as_bool_mask(f"masks[{i}]", m) for i, m in enumerate(masks) if m is not None]
+    if not present:
+        return None
+    try:
+        shape = torch.broadcast_shapes(*(m.shape for m in present))
+    except RuntimeError:
+        shapes = ", ".join(str(tuple(m.shape)) for m in present)
+        raise ValueError(f"`masks` cannot be broadcast together: shapes {shapes}.") from None
+    combined = present[0].expand(shape)
+    for m in present[1:]:
+        combined = combined & m
+    return combined
+
+
+def expand_padding_mask(mask: torch.Tensor) -> torch.Tensor:
+    """Key-padding mask (batch, k_len) -> (batch, 1, 1, k_len), ready for (batch, heads, q, k) scores.
+
+    The two new axes broadcast over heads and over queries: every query of a sentence
+    ignores the same padded keys.
+    """
+    mask = as_bool_mask("mask", mask)
+    if mask.dim() != 2:
+        raise ValueError(f"`mask` must be a key-padding mask of shape (batch, k_len), got {describe(mask)}.")
+    return mask[:, None, None, :]  # (batch, 1, 1, k_len)
+
+
+def broadcast_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask") -> torch.Tensor:
+    """Check that ``mask`` broadcasts against attention scores of ``scores_shape`` and return it as bool.
+
+    ``scores_shape`` is (..., q_len, k_len), e.g. (batch, heads, q, k). The rules are
+    PyTorch's broadcasting rules, as in ``scaled_dot_product_attention``: a (q, k) causal
+    mask works as it is; a (batch, k) padding mask needs its middle axes first
+    (``expand_padding_mask``). No copy of the full (batch, heads, q, k) tensor is made.
+    """
+    mask = as_bool_mask(name, mask)
+    scores_shape = tuple(scores_shape)
+    try:
+        broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != scores_shape:
+        hint = ""
+        if mask.dim() == 2 and len(scores_shape) >= 3 and mask.shape == (scores_shape[0], scores_shape[-1]):
+            hint = (
+                " It looks like a (batch, k_len) padding mask: add the middle axes with "
+                "`mask[:, None, :]` for (batch, q, k) scores or `expand_padding_mask(mask)` "
+                "for (batch, heads, q, k) scores."
+            )
+        raise ValueError(
+            f"`{name}` of shape {tuple(mask.shape)} cannot broadcast to the attention scores of shape "
+            f"{scores_shape} (..., q_len, k_len).{hint}"
+        )
+    return mask
+
+
+def fill_value(dtype: torch.dtype) -> float:
+    """The score given to masked positions: the most negative finite number of ``dtype``.
+
+    Safe in fp32, fp16 and bf16 (``-1e9`` overflows fp16), and exp(fill - max) is exactly 0.
+    """
+    return torch.finfo(dtype).min

@@ -1,0 +1,111 @@
+"""Multi-head attention: several small attentions side by side, then one output projection.
+
+The model width ``d_model`` is cut into ``num_heads`` slices of ``d_head = d_model /
+num_heads`` features (BERT-base: 768 = 12 x 64). Each head runs scaled dot-product
+attention on its own slice, so each can learn a different pattern. The steps:
+
+1. project x to Q, K, V with three (d_model x d_model) linear maps -- the same
+   parameters as one big head;
+2. **split heads**: (batch, seq, d_model) -> (batch, heads, seq, d_head);
+3. attention inside each head (scale by sqrt(d_head), not sqrt(d_model));
+4. **merge heads**: (batch, heads, seq, d_head) -> (batch, seq, d_model);
+5. the output projection W_O mixes the heads. Without it the heads never talk to each
+   other, and the block is not BERT's.
+
+The linear layers are named ``query``, ``key``, ``value``, ``output`` so that loading
+Hugging Face weights is a readable rename (see ``bertcourse.pretrained``).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._validation import describe, require_divisible, require_tensor
+from .attention import scaled_dot_product_attention
+
+
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(batch, seq, d_model) -> (batch, heads, seq, d_head).
+
+    ``view`` alone is not enough: it gives (batch, seq, heads, d_head); the transpose
+    puts heads before seq so that each head attends over the whole sequence.
+    """
+    require_tensor("x", x, ndim=3)
+    require_divisible(x.shape[-1], num_heads)
+    batch, seq, d_model = x.shape
+    return x.view(batch, seq, num_heads, d_model // num_heads).transpose(1, 2)  # (batch, heads, seq, d_head)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """(batch, heads, seq, d_head) -> (batch, seq, heads * d_head); the inverse of ``split_heads``."""
+    require_tensor("x", x, ndim=4)
+    batch, heads, seq, d_head = x.shape
+    return x.transpose(1, 2).reshape(batch, seq, heads * d_head)  # (batch, seq, d_model)
+
+
+def multi_head_attention(
+    x: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+    w_o: torch.Tensor,
+    num_heads: int,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Multi-head self-attention with plain matrices (no biases), for reading and for exercises.
+
+    x: (batch, seq, d_model); w_q, w_k, w_v, w_o: (d_model, d_model), used as x @ w.
+    mask: bool, broadcastable to (batch, heads, seq, seq), True = may attend.
+    Returns (batch, seq, d_model).
+    """
+    require_tensor("x", x, ndim=3)
+    d_model = x.shape[-1]
+    for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
+        require_tensor(name, w, ndim=2)
+        if tuple(w.shape) != (d_model, d_model):
+            raise ValueError(f"`{name}` must have shape (d_model, d_model) = {(d_model, d_model)}, got {describe(w)}.")
+    q = split_heads(x @ w_q, num_heads)  # (batch, heads, seq, d_head)
+    k = split_heads(x @ w_k, num_heads)  # (batch, heads, seq, d_head)
+    v = split_heads(x @ w_v, num_heads)  # (batch, heads, seq, d_head)
+    context, _ = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, seq, d_head)
+    return merge_heads(context) @ w_o  # (batch, seq, d_model)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head self-attention as in BERT: Q/K/V projections with bias, heads, W_O.
+
+    forward(x, mask=None, need_weights=False) -> (output, weights)
+    x: (batch, seq, d_model); mask: bool broadcastable to (batch, heads, seq, seq).
+    output: (batch, seq, d_model); weights: (batch, heads, seq, seq), or None when
+    ``need_weights`` is False (then the fused fast path runs).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0):
+        super().__init__()
+        require_divisible(d_model, num_heads)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.output = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
+        require_tensor("x", x, ndim=3)
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"`x` must have shape (batch, seq, d_model={self.d_model}), got {describe(x)}.")
+        q = split_heads(self.query(x), self.num_heads)  # (batch, heads, seq, d_head)
+        k = split_heads(self.key(x), self.num_heads)  # (batch, heads, seq, d_head)
+        v = split_heads(self.value(x), self.num_heads)  # (batch, heads, seq, d_head)
+        dropout_p = self.dropout if self.training else 0.0
+        context, weights = scaled_dot_product_attention(
+            q, k, v, mask, need_weights=need_weights, dropout_p=dropout_p
+        )  # (batch, heads, seq, d_head), (batch, heads, seq, seq) or None
+        return self.output(merge_heads(context)), weights  # (batch, seq, d_model)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, d_head={self.d_model // self.num_heads}"
+
+
