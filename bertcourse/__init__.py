@@ -1,23 +1,23 @@
 """bertcourse: BERT built from scratch in PyTorch, one concept per module, in course order.
 
-    attention    Q/K/V projections, scores, scaled dot-product attention (notebooks 01-02)
-    masks        padding and causal masks, one convention: bool, True = may attend (03)
-    positional   sinusoidal encodings and learned positions (04)
-    multihead    split heads, merge heads, multi-head attention with W_O (05)
-    layernorm    LayerNorm from scratch (06)
-    feedforward  the GELU feed-forward block (06)
-    encoder      one Post-LN encoder layer, and the stack (06)
-    config       BertConfig with BERT-base and MiniLM presets (07)
-    bert         embeddings, BertModel, pooler, MLM and NSP heads (07)
-    counting     BERT's parameters, module by module (07)
-    pretrained   real weights from a Hugging Face folder or the offline MiniLM package (07)
-    tokenizer    WordPiece with [CLS]/[SEP], segments and padding (07)
-    exercises    checkers that diagnose a learner's mistake
-    plots, widgets  attention maps and interactive explorers
+attention    Q/K/V projections, scores, scaled dot-product attention (notebooks 01-02)
+masks        padding and causal masks, one convention: bool, True = may attend (03)
+positional   sinusoidal encodings and learned positions (04)
+multihead    split heads, merge heads, multi-head attention with W_O (05)
+layernorm    LayerNorm from scratch (06)
+feedforward  the GELU feed-forward block (06)
+encoder      one Post-LN encoder layer, and the stack (06)
+config       BertConfig with BERT-base and MiniLM presets (07)
+bert         embeddings, BertModel, pooler, MLM and NSP heads (07)
+counting     BERT's parameters, module by module (07)
+pretrained   real weights from a Hugging Face folder or the offline MiniLM package (07)
+tokenizer    WordPiece with [CLS]/[SEP], segments and padding (07)
+exercises    checkers that diagnose a learner's mistake
+plots, widgets  attention maps and interactive explorers
 """
 
 from .attention import attention_scores, qkv_projection, scaled_dot_product_attention
-from .bert import BertEmbeddings, bert_embeddings, BertForPreTraining, BertModel, BertOutput, init_bert_weights
+from .bert import BertEmbeddings, BertForPreTraining, BertModel, BertOutput, bert_embeddings, init_bert_weights
 from .config import BertConfig
 from .counting import count_parameters, parameter_breakdown
 from .encoder import Encoder, EncoderLayer

@@ -72,9 +72,9 @@ def bert_embeddings(
     seq_len = input_ids.shape[1]
     positions = torch.arange(seq_len, device=input_ids.device)  # (seq,)
     summed = (
-        word_embeddings[input_ids]  # (batch, seq, hidden)
-        + position_embeddings[positions]  # (seq, hidden), broadcast over the batch
-        + token_type_embeddings[token_type_ids]  # (batch, seq, hidden)
+        F.embedding(input_ids, word_embeddings)  # (batch, seq, hidden): row input_ids[b, t] of the table
+        + F.embedding(positions, position_embeddings)  # (seq, hidden), broadcast over the batch
+        + F.embedding(token_type_ids, token_type_embeddings)  # (batch, seq, hidden)
     )
     return layer_norm(summed, ln_weight, ln_bias, eps)  # (batch, seq, hidden)
 

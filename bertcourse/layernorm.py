@@ -31,8 +31,10 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
         if p.shape[0] != x.shape[-1]:
             raise ValueError(f"`{name}` must have shape (d,) = ({x.shape[-1]},), got {describe(p)}.")
     mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
-    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1), biased
-    return (x - mean) * torch.rsqrt(variance + eps) * weight + bias  # (..., d)
+    centered = x - mean  # (..., d)
+    variance = centered.square().mean(dim=-1, keepdim=True)  # (..., 1), biased: divide by d
+    normalized = centered * torch.rsqrt(variance + eps)  # (..., d), eps inside the square root
+    return torch.addcmul(bias, normalized, weight)  # bias + normalized * weight, one kernel
 
 
 class LayerNorm(nn.Module):

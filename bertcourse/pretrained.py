@@ -117,8 +117,7 @@ def load_pretrained(path=None, *, model_class=BertModel):
     folder = default_weights_dir() if path is None else Path(path)
     if not folder.is_dir():
         raise FileNotFoundError(
-            f"`path` must be a folder with config.json and model.safetensors, got {str(path)!r}, "
-            "which is not a folder."
+            f"`path` must be a folder with config.json and model.safetensors, got {str(path)!r}, which is not a folder."
         )
     for required in ("config.json", "model.safetensors"):
         if not (folder / required).is_file():

@@ -64,7 +64,7 @@ class WordPieceTokenizer:
         if pairs is None:
             encodings = self._tokenizer.encode_batch(list(texts))
         else:
-            encodings = self._tokenizer.encode_batch(list(zip(texts, pairs)))
+            encodings = self._tokenizer.encode_batch(list(zip(texts, pairs, strict=False)))
         longest = max(len(e.ids) for e in encodings)
         batch = {"input_ids": [], "token_type_ids": [], "attention_mask": []}
         for e in encodings:

@@ -1,0 +1,80 @@
+"""Loading Hugging Face checkpoints: key renaming, strictness, prefixes, missing folders; the tokenizer."""
+
+import json
+
+import pytest
+import torch
+import transformers
+from safetensors.torch import save_file
+
+import bertcourse as bc
+from bertcourse.pretrained import default_weights_dir, hf_to_ours, load_hf_state_dict
+
+transformers.logging.set_verbosity_error()
+SMALL = bc.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=24)
+
+
+def hf_state(config=SMALL):
+    hf = transformers.BertModel(transformers.BertConfig(**vars(config)))
+    return {k: v.clone() for k, v in hf.state_dict().items()}
+
+
+def test_key_renames_are_readable():
+    assert hf_to_ours("encoder.layer.3.attention.self.query.weight") == "encoder.layers.3.attention.query.weight"
+    assert hf_to_ours("bert.encoder.layer.0.output.LayerNorm.gamma") == "encoder.layers.0.output_norm.weight"
+    assert hf_to_ours("embeddings.position_ids") is None
+    assert hf_to_ours("cls.predictions.transform.dense.bias", prefixed=True) == "mlm.dense.bias"
+
+
+def test_keys_with_bert_prefix_load_the_same():
+    state = hf_state()
+    a, b = bc.BertModel(SMALL), bc.BertModel(SMALL)
+    load_hf_state_dict(a, state)
+    load_hf_state_dict(b, {"bert." + k: v for k, v in state.items()})
+    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
+        assert torch.equal(p, q), name
+
+
+def test_missing_and_unexpected_weights_are_listed():
+    state = hf_state()
+    del state["encoder.layer.0.attention.self.key.bias"]
+    state["encoder.layer.0.attention.self.rotary.weight"] = torch.zeros(1)
+    with pytest.raises(ValueError) as info:
+        load_hf_state_dict(bc.BertModel(SMALL), state)
+    message = str(info.value)
+    assert "missing weights (1): ['encoder.layers.0.attention.key.bias']" in message
+    assert "unexpected weights (1): ['encoder.layer.0.attention.self.rotary.weight']" in message  # no rename matched
+
+
+def test_shape_mismatch_points_at_the_config():
+    with pytest.raises(ValueError, match=r"does config.json match the weights"):
+        load_hf_state_dict(bc.BertModel(SMALL), hf_state(bc.BertConfig(**{**vars(SMALL), "vocab_size": 60})))
+
+
+def test_load_pretrained_from_a_hugging_face_folder(tmp_path):
+    state = hf_state()
+    save_file(state, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps({**vars(SMALL), "architectures": ["BertModel"]}))
+    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"]))
+    model, tok = bc.load_pretrained(tmp_path)
+    assert not model.training
+    torch.testing.assert_close(model.embeddings.word_embeddings.weight, state["embeddings.word_embeddings.weight"])
+    assert tok.convert_ids_to_tokens(tok("hello world")["input_ids"][0]) == ["[CLS]", "hello", "world", "[SEP]"]
+
+
+def test_missing_folder_and_files_are_explained(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"`path` must be a folder with config.json and model.safetensors"):
+        bc.load_pretrained(tmp_path / "nope")
+    with pytest.raises(FileNotFoundError, match=r"has no config.json"):
+        bc.load_pretrained(tmp_path)
+
+
+def test_tokenizer_matches_hugging_face():
+    _, tok = bc.load_pretrained()
+    reference = transformers.BertTokenizerFast.from_pretrained(str(default_weights_dir()))
+    texts, pairs = ["Hello, world! Tokenization isn't hard.", "short"], ["Second sentence here.", "B"]
+    ours = tok(texts, pairs)
+    theirs = reference(texts, pairs, padding=True, return_tensors="pt")
+    for key in ("input_ids", "token_type_ids", "attention_mask"):
+        assert torch.equal(ours[key], theirs[key]), key
+    assert tok("word " * 600)["input_ids"].shape == (1, 512)  # truncated to the position table
