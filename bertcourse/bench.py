@@ -75,10 +75,9 @@ def main(argv=None) -> list[dict]:
                 lambda impl=impl, maps=maps: theirs[impl](**inputs, output_attentions=maps),
                 args.repeats,
             )
-            results.append({"setting": label, "ours_ms": mine * 1e3, "theirs_ms": hf * 1e3, "ratio": mine / hf})
-            print(
-                f"  {label:15s} ours {mine * 1e3:7.1f} ms   Hugging Face ({impl}) {hf * 1e3:7.1f} ms   ratio {mine / hf:.2f}"
-            )
+            ratio = mine / hf
+            results.append({"setting": label, "ours_ms": mine * 1e3, "theirs_ms": hf * 1e3, "ratio": ratio})
+            print(f"  {label:15s} ours {mine * 1e3:7.1f} ms   Hugging Face ({impl}) {hf * 1e3:7.1f} ms   {ratio=:.2f}")
     return results
 
 
