@@ -1,0 +1,366 @@
+"""Interactive explorers: move a slider, see attention change.
+
+    ScalingExplorer()                        why softmax(QK^T / sqrt(d_k)): entropy and gradients as d_k grows (02)
+    MaskingExplorer()                        padding and causal masks on a batch of three sentences (03)
+    PositionalEncodingExplorer()             the sinusoidal table, one position and one dimension at a time (04)
+    AttentionExplorer(model, tokenizer)      the attention maps of a real BERT, layer by layer, head by head (07)
+
+Put an explorer as the last expression of a cell (or call ``.display()``) to show its
+controls and its plot. Each control is an attribute, so code can move it too
+(``explorer.layer.value = 3``), and ``explorer.drawn`` is a dict of what was drawn last:
+always ``"matrix"`` (the tensor plotted), ``"title"`` and ``"figure"``, plus values
+particular to each explorer (listed in its docstring). Redrawing happens at once, inside
+the control's change, so ``drawn`` is up to date as soon as ``.value`` is set.
+
+How they stay portable: core ipywidgets only (sliders, checkboxes, toggle buttons, a text
+box, boxes and ``interactive_output``), drawn with inline matplotlib and ``plt.show()``. No
+ipympl, no JavaScript from a CDN, nothing that exists only in ipywidgets 8, so the same code
+runs in Colab (ipywidgets 7.7.1), JupyterLab 4 and Binder (ipywidgets 8). Each figure is
+closed after it is shown, so moving a slider a thousand times does not pile up figures.
+For bertviz's browser head view of the same attentions, see ``bertcourse.plots``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+from IPython.display import display
+from matplotlib.patches import Rectangle
+
+from ._validation import require_positive_int
+from .attention import attention_scores, qkv_projection, scaled_dot_product_attention
+from .masks import causal_mask, combine_masks, padding_mask
+from .plots import plot_attention, plot_head_view, plot_heads_grid, plot_position_encoding
+from .positional import sinusoidal_position_encoding
+
+DEFAULT_TEXT = "The cat sat on the mat because it was tired."
+WIDE = {"description_width": "initial"}  # room for descriptions longer than a word
+
+
+class _Explorer:
+    """Shared plumbing: controls -> ``interactive_output`` -> one box, and how it displays itself."""
+
+    def _assemble(self, controls: dict[str, widgets.Widget], rows: list[widgets.Widget]) -> None:
+        self.drawn: dict = {}
+        self.output = widgets.interactive_output(self._redraw, controls)  # draws once now, then on every change
+        self.widget = widgets.VBox([*rows, self.output])
+
+    def _redraw(self, **values) -> None:
+        self.drawn = self._draw(**values)  # each explorer's own picture, and what it shows
+        plt.show()
+        plt.close(self.drawn["figure"])
+
+    def display(self) -> None:
+        """Show the controls and the plot below the current cell."""
+        display(self.widget)
+
+    def _ipython_display_(self, **kwargs) -> None:
+        self.display()
+
+
+class ScalingExplorer(_Explorer):
+    """One query's softmax over ``num_keys`` random keys, with and without the 1/sqrt(d_k) scale.
+
+    q and k have unit-variance entries, so q.k has variance d_k: without the scale, large d_k
+    makes the scores spread out, the softmax saturates to one key (low entropy) and its
+    gradient d softmax / d scores vanishes.
+
+    Controls: ``d_k`` (2 ... 1024, powers of two), ``scaled`` (divide by sqrt(d_k)), ``seed``.
+    ``drawn``: matrix (1, num_keys) -- the query's row of attention weights --, scores
+    (num_keys,) after any scaling, score_std, entropy (nats), max_entropy (log num_keys),
+    grad_norm (Frobenius norm of the softmax Jacobian), title, figure.
+    """
+
+    D_K_CHOICES = tuple(2**power for power in range(1, 11))  # 2, 4, ..., 1024
+
+    def __init__(self, num_keys: int = 16, d_k: int = 64, scaled: bool = True, seed: int = 0):
+        require_positive_int("num_keys", num_keys)
+        if d_k not in self.D_K_CHOICES:
+            raise ValueError(f"`d_k` must be one of {self.D_K_CHOICES}, got {d_k!r}.")
+        self.num_keys = num_keys
+        self.d_k = widgets.SelectionSlider(options=list(self.D_K_CHOICES), value=d_k, description="d_k")
+        self.scaled = widgets.Checkbox(value=scaled, description="divide scores by √d_k", indent=False)
+        self.seed = widgets.IntSlider(value=seed, min=0, max=99, description="seed")
+        controls = {"d_k": self.d_k, "scaled": self.scaled, "seed": self.seed}
+        self._assemble(controls, [widgets.HBox([self.d_k, self.scaled, self.seed])])
+
+    def _draw(self, d_k: int, scaled: bool, seed: int) -> dict:
+        generator = torch.Generator().manual_seed(seed)
+        q = torch.randn(1, d_k, generator=generator)  # (1, d_k): one query
+        k = torch.randn(self.num_keys, d_k, generator=generator)  # (num_keys, d_k)
+        scores = attention_scores(q, k)[0]  # (num_keys,), variance d_k
+        if scaled:
+            scores = scores / math.sqrt(d_k)  # variance 1 again
+        weights = torch.softmax(scores, dim=-1)  # (num_keys,)
+        entropy = float(torch.special.entr(weights).sum())  # -sum p log p, with 0 log 0 = 0
+        jacobian = torch.diag(weights) - torch.outer(weights, weights)  # d weights_i / d scores_j
+        grad_norm = float(torch.linalg.matrix_norm(jacobian))
+        max_entropy = math.log(self.num_keys)
+        how = r"scores / $\sqrt{d_k}$" if scaled else "unscaled scores"
+        title = (
+            f"d_k = {d_k}, {how}: entropy {entropy:.2f} of at most {max_entropy:.2f} nats, "
+            f"gradient norm {grad_norm:.3f}"
+        )
+        figure, (ax_scores, ax_weights) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+        keys = range(self.num_keys)
+        ax_scores.bar(keys, scores.numpy(), color="tab:gray")
+        ax_scores.set_title(f"scores q.k (std {float(scores.std()):.2f})")
+        ax_scores.set_xlabel("key")
+        ax_scores.set_ylabel("score")
+        ax_weights.bar(keys, weights.numpy(), color="tab:blue")
+        ax_weights.set_ylim(0, 1.05)
+        ax_weights.set_title("softmax: the query's attention weights")
+        ax_weights.set_xlabel("key")
+        ax_weights.set_ylabel("attention weight")
+        figure.suptitle(title)
+        return {
+            "matrix": weights[None, :],  # (1, num_keys)
+            "scores": scores,
+            "score_std": float(scores.std()),
+            "entropy": entropy,
+            "max_entropy": max_entropy,
+            "grad_norm": grad_norm,
+            "title": title,
+            "figure": figure,
+        }
+
+
+class MaskingExplorer(_Explorer):
+    """A padded batch of three sentences through scaled dot-product attention, masks on or off.
+
+    The sentences are cut to the lengths on the sliders and padded with [PAD] to the longest.
+    Queries, keys and values come from random vectors (one shared vector for every [PAD]),
+    so the picture is about the masks, not about meaning.
+
+    Controls: ``lengths`` (a list of three sliders, 1 ... max_len), ``padding`` (mask the
+    [PAD] keys), ``causal`` (mask future keys, as GPT does), ``sentence`` (which one to draw).
+    ``drawn``: matrix (seq, seq) attention weights of the chosen sentence, mask (seq, seq)
+    bool (True = may attend), tokens, lengths, sentence, title, figure.
+    """
+
+    SENTENCES = (
+        "the cat sat on the mat because it was tired",
+        "dogs bark at night when the moon is full",
+        "birds sing in the early morning light every day",
+    )
+
+    def __init__(self, lengths=(6, 4, 2), padding: bool = True, causal: bool = False, sentence: int = 1, seed=0):
+        self.words = [text.split() for text in self.SENTENCES]
+        max_len = min(len(words) for words in self.words)
+        if len(lengths) != len(self.words) or not all(1 <= n <= max_len for n in lengths):
+            raise ValueError(f"`lengths` must be {len(self.words)} ints from 1 to {max_len}, got {lengths!r}.")
+        d_model = 8
+        generator = torch.Generator().manual_seed(seed)
+        self._vectors = torch.randn(len(self.words), max_len, d_model, generator=generator)  # (batch, max, d)
+        self._pad_vector = torch.randn(d_model, generator=generator)  # (d,): every [PAD] looks the same
+        self._w_q, self._w_k, self._w_v = torch.randn(3, d_model, d_model, generator=generator) / math.sqrt(d_model)
+        self.lengths = [
+            widgets.IntSlider(value=n, min=1, max=max_len, description=f"sentence {i + 1} length", style=WIDE)
+            for i, n in enumerate(lengths)
+        ]
+        self.padding = widgets.Checkbox(value=padding, description="padding mask", indent=False)
+        self.causal = widgets.Checkbox(value=causal, description="causal mask", indent=False)
+        options = [(f"sentence {i + 1}", i) for i in range(len(self.words))]
+        self.sentence = widgets.Dropdown(options=options, value=sentence, description="show")
+        controls = {f"length_{i}": slider for i, slider in enumerate(self.lengths)}
+        controls.update(padding=self.padding, causal=self.causal, sentence=self.sentence)
+        rows = [widgets.HBox(self.lengths), widgets.HBox([self.padding, self.causal, self.sentence])]
+        self._assemble(controls, rows)
+
+    def _draw(self, padding: bool, causal: bool, sentence: int, **length_values) -> dict:
+        lengths = [length_values[f"length_{i}"] for i in range(len(self.lengths))]
+        seq_len = max(lengths)
+        real = padding_mask(lengths, seq_len)  # (batch, seq): True at real tokens
+        x = torch.where(real[..., None], self._vectors[:, :seq_len], self._pad_vector)  # (batch, seq, d)
+        q, k, v = qkv_projection(x, self._w_q, self._w_k, self._w_v)  # (batch, seq, d) each
+        mask = combine_masks(
+            real[:, None, :] if padding else None,  # (batch, 1, seq): no query looks at a [PAD] key
+            causal_mask(seq_len) if causal else None,  # (seq, seq): no query looks ahead
+        )
+        _, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, seq, seq)
+        if mask is None:
+            mask = torch.ones(seq_len, seq_len, dtype=torch.bool)
+        sentence_mask = mask.expand(len(lengths), seq_len, seq_len)[sentence]  # (seq, seq)
+        n_real = lengths[sentence]
+        tokens = self.words[sentence][:n_real] + ["[PAD]"] * (seq_len - n_real)
+        title = (
+            f"sentence {sentence + 1}: {n_real} tokens + {seq_len - n_real} [PAD]; "
+            f"padding mask {'on' if padding else 'off'}, causal mask {'on' if causal else 'off'}"
+        )
+        figure, (ax_mask, ax_weights) = plt.subplots(1, 2, figsize=(11, 4.8), layout="constrained")
+        plot_attention(
+            sentence_mask.float(), tokens, ax=ax_mask, title="mask (yellow = may attend)", colorbar_label=None
+        )
+        ax_mask.images[0].set_clim(0, 1)
+        plot_attention(weights[sentence], tokens, ax=ax_weights, title="attention weights")
+        figure.suptitle(title)
+        return {
+            "matrix": weights[sentence],  # (seq, seq)
+            "mask": sentence_mask,
+            "tokens": tokens,
+            "lengths": lengths,
+            "sentence": sentence,
+            "title": title,
+            "figure": figure,
+        }
+
+
+class PositionalEncodingExplorer(_Explorer):
+    """The sinusoidal table with one position (row) and one dimension (column) picked out.
+
+    Controls: ``position`` (0 ... max_len - 1) and ``dimension`` (0 ... d_model - 1).
+    ``drawn``: matrix (max_len, d_model) the whole table, row (d_model,) the position's
+    vector, column (max_len,) the dimension's wave, value (their crossing), position,
+    dimension, wavelength (in positions), title, figure.
+    """
+
+    def __init__(self, max_len: int = 50, d_model: int = 64, position: int = 10, dimension: int = 4):
+        self.table = sinusoidal_position_encoding(max_len, d_model)  # (max_len, d_model)
+        self.position = widgets.IntSlider(value=position, min=0, max=max_len - 1, description="position")
+        self.dimension = widgets.IntSlider(value=dimension, min=0, max=d_model - 1, description="dimension")
+        controls = {"position": self.position, "dimension": self.dimension}
+        self._assemble(controls, [widgets.HBox([self.position, self.dimension])])
+
+    def _draw(self, position: int, dimension: int) -> dict:
+        max_len, d_model = self.table.shape
+        row = self.table[position]  # (d_model,)
+        column = self.table[:, dimension]  # (max_len,)
+        value = float(self.table[position, dimension])
+        pair = dimension // 2  # dimensions 2i (sin) and 2i + 1 (cos) share a frequency
+        wavelength = 2 * math.pi * 10000.0 ** (2 * pair / d_model)
+        wave = "sin" if dimension % 2 == 0 else "cos"
+        title = f"position {position}, dimension {dimension} ({wave}, wavelength {wavelength:.1f}): value {value:.3f}"
+        figure = plt.figure(figsize=(12, 4.8), layout="constrained")
+        grid = figure.add_gridspec(2, 2, width_ratios=(1.2, 1))
+        ax_table = figure.add_subplot(grid[:, 0])
+        plot_position_encoding(self.table, ax=ax_table, title="sinusoidal position encoding")
+        ax_table.add_patch(Rectangle((-0.5, position - 0.5), d_model, 1, fill=False, edgecolor="black", lw=1.5))
+        ax_table.add_patch(Rectangle((dimension - 0.5, -0.5), 1, max_len, fill=False, edgecolor="black", lw=1.5))
+        ax_wave = figure.add_subplot(grid[0, 1])
+        ax_wave.plot(range(max_len), column.numpy(), color="tab:purple")
+        ax_wave.plot([position], [value], "o", color="black")
+        ax_wave.set_title(f"dimension {dimension} across positions ({wave})")
+        ax_wave.set_xlabel("position")
+        ax_wave.set_ylabel("value")
+        ax_vector = figure.add_subplot(grid[1, 1])
+        ax_vector.plot(range(d_model), row.numpy(), ".-", color="tab:green")
+        ax_vector.plot([dimension], [value], "o", color="black")
+        ax_vector.set_title(f"position {position}: its vector")
+        ax_vector.set_xlabel("dimension")
+        ax_vector.set_ylabel("value")
+        figure.suptitle(title)
+        return {
+            "matrix": self.table,
+            "row": row,
+            "column": column,
+            "value": value,
+            "position": position,
+            "dimension": dimension,
+            "wavelength": wavelength,
+            "title": title,
+            "figure": figure,
+        }
+
+
+class AttentionExplorer(_Explorer):
+    """The attention maps of a real BERT for a sentence you type.
+
+    ``model`` is a ``bertcourse.BertModel`` (e.g. from ``bertcourse.load_pretrained()``) and
+    ``tokenizer`` its tokenizer. The model runs once per sentence with
+    ``output_attentions=True``; the maps are kept, so moving the sliders does not run it again.
+
+    Controls: ``text`` (press Enter to run), ``layer``, ``head``, ``view`` ("heatmap",
+    "head view" or "all heads" of the layer), ``average_heads`` (the mean over the heads).
+    ``drawn``: matrix -- exactly ``out.attentions[layer][0, head]``, or its mean over heads
+    (seq, seq), or ``out.attentions[layer][0]`` (heads, seq, seq) for "all heads" --, tokens,
+    layer, head (None when averaged or all heads are shown), view, title, figure.
+    """
+
+    VIEWS = ("heatmap", "head view", "all heads")
+    CACHED_TEXTS = 16  # sentences whose attentions are kept
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        text: str = DEFAULT_TEXT,
+        layer: int = 0,
+        head: int = 0,
+        view: str = "heatmap",
+        average_heads: bool = False,
+    ):
+        if view not in self.VIEWS:
+            raise ValueError(f"`view` must be one of {self.VIEWS}, got {view!r}.")
+        self.model = model
+        self.tokenizer = tokenizer
+        self._cache: dict[str, tuple[list[str], list[torch.Tensor]]] = {}
+        _, attentions = self.attentions_for(text)
+        num_layers, num_heads = len(attentions), attentions[0].shape[0]
+        self.text = widgets.Text(
+            value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
+        )
+        self.layer = widgets.IntSlider(
+            value=layer, min=0, max=num_layers - 1, description="layer", continuous_update=False
+        )
+        self.head = widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False)
+        self.view = widgets.ToggleButtons(options=list(self.VIEWS), value=view)
+        self.average_heads = widgets.Checkbox(value=average_heads, description="average over heads", indent=False)
+        controls = {
+            "text": self.text,
+            "layer": self.layer,
+            "head": self.head,
+            "view": self.view,
+            "average_heads": self.average_heads,
+        }
+        rows = [self.text, widgets.HBox([self.layer, self.head, self.average_heads]), self.view]
+        self._assemble(controls, rows)
+
+    def attentions_for(self, text: str) -> tuple[list[str], list[torch.Tensor]]:
+        """(tokens, one (heads, seq, seq) CPU tensor per layer) for ``text``; the model runs once per text."""
+        if text not in self._cache:
+            batch = self.tokenizer(text)
+            device = next(self.model.parameters()).device
+            with torch.no_grad():
+                out = self.model(
+                    input_ids=batch["input_ids"].to(device),
+                    attention_mask=batch["attention_mask"].to(device),
+                    token_type_ids=batch["token_type_ids"].to(device),
+                    output_attentions=True,
+                )
+            tokens = self.tokenizer.convert_ids_to_tokens(batch["input_ids"][0])
+            attentions = [layer_maps[0].detach().cpu().float() for layer_maps in out.attentions]  # (heads, seq, seq)
+            if len(self._cache) >= self.CACHED_TEXTS:
+                del self._cache[next(iter(self._cache))]  # forget the oldest sentence
+            self._cache[text] = (tokens, attentions)
+        return self._cache[text]
+
+    def _draw(self, text: str, layer: int, head: int, view: str, average_heads: bool) -> dict:
+        tokens, attentions = self.attentions_for(text)
+        layer_maps = attentions[layer]  # (heads, seq, seq)
+        self.head.disabled = average_heads or view == "all heads"
+        self.average_heads.disabled = view == "all heads"
+        if view == "all heads":
+            matrix, shown_head = layer_maps, None
+            title = f"layer {layer}: all {layer_maps.shape[0]} heads"
+            figure = plot_heads_grid(matrix, tokens, title=title)
+        else:
+            if average_heads:
+                matrix, shown_head = layer_maps.mean(dim=0), None  # (seq, seq)
+                title = f"layer {layer}, mean over {layer_maps.shape[0]} heads"
+            else:
+                matrix, shown_head = layer_maps[head], head  # (seq, seq)
+                title = f"layer {layer}, head {head}"
+            plot = plot_attention if view == "heatmap" else plot_head_view
+            figure = plot(matrix, tokens, title=title).figure
+        return {
+            "matrix": matrix,
+            "tokens": tokens,
+            "layer": layer,
+            "head": shown_head,
+            "view": view,
+            "title": title,
+            "figure": figure,
+        }

@@ -1,0 +1,387 @@
+"""Every control of every explorer is moved from Python, and what was drawn is checked against the package.
+
+Runs without a browser or a kernel, in ipywidgets 7 and 8 alike: the explorers redraw
+inside the control's change, so ``explorer.drawn`` can be read right after ``.value`` is set.
+"""
+
+import math
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+from matplotlib.collections import LineCollection
+from torch.testing import assert_close
+
+import bertcourse as bc
+from bertcourse.widgets import (
+    DEFAULT_TEXT,
+    AttentionExplorer,
+    MaskingExplorer,
+    PositionalEncodingExplorer,
+    ScalingExplorer,
+)
+
+matplotlib.use("Agg")
+
+pytestmark = [
+    # plt.show() on Agg warns where a display exists (a desktop); there is nothing to show in tests.
+    pytest.mark.filterwarnings("ignore:FigureCanvasAgg is non-interactive:UserWarning"),
+    # ipywidgets 7 (Colab's) calls APIs that newer ipykernels deprecate; not ours to fix.
+    pytest.mark.filterwarnings("ignore:The `ipykernel.comm.Comm` class has been deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:`ipykernel.pylab.backend_inline` is deprecated:DeprecationWarning"),
+]
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture(scope="module")
+def pretrained():
+    return bc.load_pretrained()
+
+
+@pytest.fixture
+def attention_explorer(pretrained):
+    model, tok = pretrained
+    return AttentionExplorer(model, tok)
+
+
+def reference_attentions(pretrained, text):
+    model, tok = pretrained
+    batch = tok(text)
+    with torch.no_grad():
+        out = model(batch["input_ids"], attention_mask=batch["attention_mask"], output_attentions=True)
+    return tok.convert_ids_to_tokens(batch["input_ids"][0]), out.attentions
+
+
+def image_of(figure):
+    """The data of the first heatmap in ``figure``."""
+    (image,) = [ax.images[0] for ax in figure.axes if ax.images][:1]
+    return np.asarray(image.get_array())
+
+
+# --- ScalingExplorer --------------------------------------------------------------------------------------
+
+
+def test_scaling_explorer_draws_one_softmax_row_with_its_entropy_and_gradient():
+    explorer = ScalingExplorer(num_keys=16, d_k=64, scaled=True, seed=0)
+    drawn = explorer.drawn
+    assert drawn["matrix"].shape == (1, 16)
+    assert_close(drawn["matrix"].sum(), torch.tensor(1.0))
+    assert_close(drawn["matrix"][0], torch.softmax(drawn["scores"], dim=-1))
+    weights = drawn["matrix"][0]
+    assert drawn["entropy"] == pytest.approx(float(-(weights * weights.log()).sum()), abs=1e-5)
+    jacobian = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, dim=-1), drawn["scores"])
+    assert drawn["grad_norm"] == pytest.approx(float(jacobian.norm()), abs=1e-6)
+    assert drawn["max_entropy"] == pytest.approx(math.log(16))
+    assert drawn["title"].startswith("d_k = 64, scores / $\\sqrt{d_k}$: entropy ")
+    assert f"gradient norm {drawn['grad_norm']:.3f}" in drawn["title"]
+    assert drawn["figure"].get_suptitle() == drawn["title"]
+
+
+def test_scaling_explorer_d_k_slider_runs_from_2_to_1024_and_redraws():
+    explorer = ScalingExplorer(d_k=64)
+    assert explorer.d_k.options[0] == 2 and explorer.d_k.options[-1] == 1024
+    explorer.scaled.value = False
+    std_64 = explorer.drawn["score_std"]
+    explorer.d_k.value = 1024
+    assert explorer.drawn["title"].startswith("d_k = 1024, unscaled scores")
+    assert explorer.drawn["score_std"] > 2 * std_64  # unscaled scores spread like sqrt(d_k)
+
+
+def test_scaling_on_keeps_softmax_soft_for_large_d_k_and_its_gradient_alive():
+    explorer = ScalingExplorer(d_k=1024, scaled=True)
+    scaled = dict(explorer.drawn)
+    explorer.scaled.value = False
+    unscaled = explorer.drawn
+    assert "unscaled scores" in unscaled["title"]
+    assert scaled["entropy"] > 1.0 > 0.01 > unscaled["entropy"]  # unscaled: nearly one-hot
+    assert scaled["grad_norm"] > 0.1 > 1e-3 > unscaled["grad_norm"]  # unscaled: vanishing gradient
+    assert scaled["score_std"] == pytest.approx(1.0, abs=0.5)
+    assert unscaled["score_std"] == pytest.approx(32.0, rel=0.5)
+    assert_close(unscaled["scores"] / 32.0, scaled["scores"])  # same q and k, only the scale differs
+
+
+def test_scaling_explorer_seed_slider_draws_new_vectors_reproducibly():
+    explorer = ScalingExplorer(seed=0)
+    first = explorer.drawn["matrix"]
+    explorer.seed.value = 1
+    assert not torch.allclose(explorer.drawn["matrix"], first)
+    explorer.seed.value = 0
+    assert_close(explorer.drawn["matrix"], first)
+
+
+def test_scaling_explorer_refuses_a_d_k_off_the_slider():
+    with pytest.raises(ValueError, match=r"`d_k` must be one of \(2, 4, .*1024\), got 100"):
+        ScalingExplorer(d_k=100)
+
+
+# --- MaskingExplorer --------------------------------------------------------------------------------------
+
+
+def test_masking_with_padding_zeroes_the_pad_columns_and_real_rows_sum_to_one():
+    explorer = MaskingExplorer(lengths=(6, 4, 2), padding=True, causal=False, sentence=1)
+    drawn = explorer.drawn
+    assert drawn["tokens"] == ["dogs", "bark", "at", "night", "[PAD]", "[PAD]"]
+    assert drawn["matrix"].shape == (6, 6)
+    assert (drawn["matrix"][:, 4:] == 0).all()
+    assert (drawn["matrix"][:, :4] > 0).all()
+    assert_close(drawn["matrix"][:4].sum(dim=-1), torch.ones(4))
+    assert_close(drawn["mask"], bc.padding_mask([4], 6).expand(6, 6))
+    assert drawn["title"] == "sentence 2: 4 tokens + 2 [PAD]; padding mask on, causal mask off"
+    panels = [ax for ax in drawn["figure"].axes if ax.images]
+    np.testing.assert_array_equal(panels[0].images[0].get_array(), drawn["mask"].float().numpy())
+    np.testing.assert_allclose(panels[1].images[0].get_array(), drawn["matrix"].numpy())
+    assert [t.get_text() for t in panels[1].get_xticklabels()] == drawn["tokens"]
+
+
+def test_masking_without_padding_lets_real_tokens_attend_to_pad():
+    explorer = MaskingExplorer(lengths=(6, 4, 2), padding=True, sentence=1)
+    explorer.padding.value = False
+    drawn = explorer.drawn
+    assert (drawn["matrix"][:, 4:] > 0).all()
+    assert drawn["mask"].all()
+    assert "padding mask off" in drawn["title"]
+
+
+def test_masking_causal_gives_zeros_above_the_diagonal():
+    explorer = MaskingExplorer(lengths=(6, 4, 2), padding=False, causal=False, sentence=0)
+    future = ~bc.causal_mask(6)  # (6, 6): True above the diagonal
+    assert (explorer.drawn["matrix"][future] > 0).all()
+    explorer.causal.value = True
+    drawn = explorer.drawn
+    assert (drawn["matrix"][future] == 0).all()
+    assert_close(drawn["matrix"].sum(dim=-1), torch.ones(6))
+    assert_close(drawn["mask"], bc.causal_mask(6))
+    assert drawn["title"].endswith("causal mask on")
+
+
+def test_masking_padding_and_causal_together_combine():
+    explorer = MaskingExplorer(lengths=(6, 4, 2), padding=True, causal=True, sentence=1)
+    expected = bc.causal_mask(6) & bc.padding_mask([4], 6)  # (6, 6): past keys that are real
+    assert_close(explorer.drawn["mask"], expected)
+    assert (explorer.drawn["matrix"][~expected] == 0).all()
+    assert_close(explorer.drawn["matrix"].sum(dim=-1), torch.ones(6))
+
+
+def test_masking_sentence_selector_shows_another_sentence_of_the_same_batch():
+    explorer = MaskingExplorer(lengths=(6, 4, 2), padding=True, sentence=1)
+    explorer.sentence.value = 2
+    drawn = explorer.drawn
+    assert drawn["sentence"] == 2
+    assert drawn["tokens"] == ["birds", "sing"] + ["[PAD]"] * 4
+    assert (drawn["matrix"][:, 2:] == 0).all()
+    explorer.sentence.value = 0
+    assert explorer.drawn["tokens"] == ["the", "cat", "sat", "on", "the", "mat"]
+    assert (explorer.drawn["matrix"] > 0).all()  # the longest sentence has no padding
+
+
+def test_masking_length_sliders_change_the_batch():
+    explorer = MaskingExplorer(lengths=(6, 4, 2), padding=True, sentence=1)
+    explorer.lengths[0].value = 3  # the longest is now sentence 2 (4 tokens): no padding for it
+    assert explorer.drawn["lengths"] == [3, 4, 2]
+    assert explorer.drawn["matrix"].shape == (4, 4)
+    assert "[PAD]" not in explorer.drawn["tokens"]
+    explorer.lengths[1].value = 1
+    assert explorer.drawn["tokens"] == ["dogs", "[PAD]", "[PAD]"]
+    assert_close(explorer.drawn["matrix"][:, 0], torch.ones(3))  # one real key takes all the attention
+    explorer.lengths[2].value = 9
+    assert explorer.drawn["matrix"].shape == (9, 9)
+
+
+def test_masking_explorer_refuses_bad_lengths():
+    with pytest.raises(ValueError, match=r"`lengths` must be 3 ints from 1 to 9, got \(6, 4\)"):
+        MaskingExplorer(lengths=(6, 4))
+
+
+# --- PositionalEncodingExplorer ---------------------------------------------------------------------------
+
+
+def test_positional_explorer_highlights_the_row_and_column_of_the_table():
+    explorer = PositionalEncodingExplorer(max_len=50, d_model=64, position=10, dimension=4)
+    table = bc.sinusoidal_position_encoding(50, 64)
+    drawn = explorer.drawn
+    assert_close(drawn["matrix"], table)
+    assert_close(drawn["row"], table[10])
+    assert_close(drawn["column"], table[:, 4])
+    assert drawn["value"] == pytest.approx(float(table[10, 4]))
+    assert drawn["wavelength"] == pytest.approx(2 * math.pi * 10000 ** (4 / 64))
+    assert drawn["title"] == f"position 10, dimension 4 (sin, wavelength 11.2): value {float(table[10, 4]):.3f}"
+    axes = {ax.get_title(): ax for ax in drawn["figure"].axes}
+    np.testing.assert_allclose(axes["sinusoidal position encoding"].images[0].get_array(), table.numpy())
+    highlights = [(p.get_xy(), p.get_width(), p.get_height()) for p in axes["sinusoidal position encoding"].patches]
+    assert highlights == [((-0.5, 9.5), 64, 1), ((3.5, -0.5), 1, 50)]
+    wave_line = axes["dimension 4 across positions (sin)"].lines[0]
+    np.testing.assert_allclose(wave_line.get_ydata(), table[:, 4].numpy())
+    vector_line = axes["position 10: its vector"].lines[0]
+    np.testing.assert_allclose(vector_line.get_ydata(), table[10].numpy())
+
+
+def test_positional_explorer_sliders_move_the_highlight():
+    explorer = PositionalEncodingExplorer(max_len=50, d_model=64)
+    table = bc.sinusoidal_position_encoding(50, 64)
+    assert (explorer.position.max, explorer.dimension.max) == (49, 63)
+    explorer.position.value = 33
+    assert_close(explorer.drawn["row"], table[33])
+    assert explorer.drawn["position"] == 33
+    explorer.dimension.value = 1
+    assert_close(explorer.drawn["column"], table[:, 1])
+    assert explorer.drawn["value"] == pytest.approx(float(table[33, 1]))
+    assert explorer.drawn["wavelength"] == pytest.approx(2 * math.pi)  # pair 0: the fastest wave
+    assert "(cos, wavelength 6.3)" in explorer.drawn["title"]
+
+
+# --- AttentionExplorer ------------------------------------------------------------------------------------
+
+
+def test_attention_explorer_draws_exactly_the_models_attention(pretrained, attention_explorer):
+    tokens, attentions = reference_attentions(pretrained, DEFAULT_TEXT)
+    explorer = attention_explorer
+    assert explorer.text.value == DEFAULT_TEXT
+    assert (explorer.layer.max, explorer.head.max) == (5, 11)
+    explorer.layer.value = 3
+    explorer.head.value = 5
+    drawn = explorer.drawn
+    assert_close(drawn["matrix"], attentions[3][0, 5])
+    assert drawn["tokens"] == tokens
+    assert (drawn["layer"], drawn["head"], drawn["view"]) == (3, 5, "heatmap")
+    assert drawn["title"] == "layer 3, head 5"
+    np.testing.assert_allclose(image_of(drawn["figure"]), attentions[3][0, 5].numpy(), rtol=1e-6)
+    ax = drawn["figure"].axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == tokens
+    assert [t.get_text() for t in ax.get_xticklabels()] == tokens
+
+
+def test_attention_explorer_average_over_heads_is_the_mean(pretrained, attention_explorer):
+    _, attentions = reference_attentions(pretrained, DEFAULT_TEXT)
+    explorer = attention_explorer
+    explorer.layer.value = 2
+    explorer.average_heads.value = True
+    assert_close(explorer.drawn["matrix"], attentions[2][0].mean(dim=0))
+    assert explorer.drawn["head"] is None
+    assert explorer.drawn["title"] == "layer 2, mean over 12 heads"
+    assert explorer.head.disabled
+    explorer.average_heads.value = False
+    assert not explorer.head.disabled
+    assert_close(explorer.drawn["matrix"], attentions[2][0, 0])
+
+
+def test_attention_explorer_new_text_changes_tokens_and_shape(pretrained, attention_explorer):
+    text = "Paris is the capital of France."
+    tokens, attentions = reference_attentions(pretrained, text)
+    explorer = attention_explorer
+    explorer.head.value = 7
+    explorer.text.value = text
+    assert tokens == ["[CLS]", "paris", "is", "the", "capital", "of", "france", ".", "[SEP]"]
+    assert explorer.drawn["tokens"] == tokens
+    assert explorer.drawn["matrix"].shape == (9, 9)
+    assert_close(explorer.drawn["matrix"], attentions[0][0, 7])
+
+
+def test_attention_explorer_head_view_draws_the_same_map_as_lines(pretrained, attention_explorer):
+    tokens, attentions = reference_attentions(pretrained, DEFAULT_TEXT)
+    explorer = attention_explorer
+    explorer.layer.value = 5
+    explorer.view.value = "head view"
+    drawn = explorer.drawn
+    assert drawn["view"] == "head view"
+    assert_close(drawn["matrix"], attentions[5][0, 0])
+    (lines,) = [c for ax in drawn["figure"].axes for c in ax.collections if isinstance(c, LineCollection)]
+    assert len(lines.get_segments()) == int((attentions[5][0, 0] > 0).sum())
+    alphas = np.asarray(lines.get_colors())[:, 3]
+    np.testing.assert_allclose(np.sort(alphas), np.sort(attentions[5][0, 0].numpy().ravel()), rtol=1e-5)
+
+
+def test_attention_explorer_all_heads_view_draws_the_whole_layer(pretrained, attention_explorer):
+    tokens, attentions = reference_attentions(pretrained, DEFAULT_TEXT)
+    explorer = attention_explorer
+    explorer.layer.value = 1
+    explorer.view.value = "all heads"
+    drawn = explorer.drawn
+    assert_close(drawn["matrix"], attentions[1][0])
+    assert drawn["head"] is None
+    assert drawn["title"] == "layer 1: all 12 heads"
+    assert explorer.head.disabled and explorer.average_heads.disabled
+    head_axes = [ax for ax in drawn["figure"].axes if ax.get_title().startswith("head")]
+    assert len(head_axes) == 12
+    np.testing.assert_allclose(head_axes[11].images[0].get_array(), attentions[1][0, 11].numpy(), rtol=1e-6)
+    explorer.view.value = "heatmap"
+    assert not explorer.head.disabled
+    assert drawn is not explorer.drawn and explorer.drawn["matrix"].shape == (13, 13)
+
+
+def test_attention_explorer_runs_the_model_once_per_text(pretrained):
+    model, tok = pretrained
+    calls = []
+    hook = model.register_forward_hook(lambda *args: calls.append(1))
+    try:
+        explorer = AttentionExplorer(model, tok, text="A short one.")
+        assert len(calls) == 1
+        explorer.layer.value = 4
+        explorer.head.value = 3
+        explorer.average_heads.value = True
+        explorer.view.value = "head view"
+        assert len(calls) == 1  # sliders reuse the stored attentions
+        explorer.text.value = "Another sentence."
+        explorer.text.value = "A short one."
+        assert len(calls) == 2  # the first sentence was remembered
+    finally:
+        hook.remove()
+
+
+def test_attention_explorer_sets_its_controls_from_arguments(pretrained):
+    model, tok = pretrained
+    explorer = AttentionExplorer(model, tok, text="Hello world.", layer=4, head=2, view="head view")
+    assert (explorer.layer.value, explorer.head.value, explorer.view.value) == (4, 2, "head view")
+    assert explorer.text.continuous_update is False  # the model runs on Enter, not on every key
+    assert explorer.drawn["title"] == "layer 4, head 2"
+    with pytest.raises(ValueError, match=r"`view` must be one of \('heatmap', 'head view', 'all heads'\)"):
+        AttentionExplorer(model, tok, view="graph")
+
+
+# --- shared behaviour -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ipython_shell(tmp_path, monkeypatch):
+    """A throwaway IPython shell, as in a notebook; removed afterwards so no other test sees it."""
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path))
+    shell = InteractiveShell.instance()
+    yield shell
+    InteractiveShell.clear_instance()
+
+
+def widget_leaves(box):
+    """Every widget inside ``box`` that is not itself a box."""
+    leaves = []
+    for child in box.children:
+        leaves.extend(widget_leaves(child) if hasattr(child, "children") else [child])
+    return leaves
+
+
+def test_each_explorer_shows_its_widget_as_the_last_expression_of_a_cell(pretrained, ipython_shell):
+    model, tok = pretrained
+    for explorer in [ScalingExplorer(), MaskingExplorer(), PositionalEncodingExplorer(), AttentionExplorer(model, tok)]:
+        assert explorer.output in widget_leaves(explorer.widget)  # the controls and, below them, the plot
+        assert {"matrix", "title", "figure"} <= explorer.drawn.keys()
+        ipython_shell.user_ns["explorer"] = explorer
+        with capture_output() as captured:
+            ipython_shell.run_cell("explorer")
+        assert [output.data[WIDGET_VIEW]["model_id"] for output in captured.outputs] == [explorer.widget.model_id]
+        with capture_output() as captured:
+            result_data, _ = ipython_shell.display_formatter.format(explorer)
+        assert result_data == {}  # the widget is the whole output: no text repr as an execute_result
+        with capture_output() as captured:
+            explorer.display()
+        assert [output.data[WIDGET_VIEW]["model_id"] for output in captured.outputs] == [explorer.widget.model_id]
+
+
+def test_redrawing_closes_every_figure(attention_explorer):
+    plt.close("all")
+    attention_explorer.layer.value = 1
+    attention_explorer.view.value = "head view"
+    attention_explorer.view.value = "all heads"
+    assert plt.get_fignums() == []
