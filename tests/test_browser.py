@@ -49,9 +49,11 @@ CHROMIUM_ARGS = [
 EXPLORER_NOTEBOOK = "notebooks/07_full_bert.ipynb"
 EXPLORER_CALL = "AttentionExplorer("
 TIME_LIMIT_S = 180
-# JupyterLab user settings for the test's own server: every cell stays in the page (no virtual
-# scrolling), and no news or update check reaches for the network.
+# JupyterLab user settings for the test's own server: the run is never saved into the repository's
+# notebook (no autosave), every cell stays in the page (no virtual scrolling), and no news or
+# update check reaches for the network.
 LAB_SETTINGS = {
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
 }
@@ -178,6 +180,7 @@ def running_jupyter_lab(root_dir: Path, scratch: Path, deadline: Deadline) -> It
         f"--ServerApp.root_dir={root_dir}",
         f"--LabApp.user_settings_dir={scratch / 'settings'}",
         f"--LabApp.workspaces_dir={scratch / 'workspaces'}",
+        f"--FileCheckpoints.checkpoint_dir={scratch / 'checkpoints'}",  # not .ipynb_checkpoints/ in the repository
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
