@@ -211,6 +211,16 @@ def pinned_version(requirements: list[Requirement]) -> Version | None:
     return Version(pins[0]) if pins else None
 
 
+def test_requirements_txt_asks_for_what_the_package_declares() -> None:
+    """requirements.txt (local and Binder installs) repeats pyproject's dependencies, same ranges."""
+    _, root, local = read_requirements(REPO / "requirements.txt")
+    listed = {canonicalize_name(req.name): req.specifier for req in root}
+    for line in PYPROJECT["project"]["dependencies"]:
+        declared = Requirement(line)
+        assert listed.get(canonicalize_name(declared.name)) == declared.specifier, line
+    assert REPO in local, "requirements.txt installs the course package itself (-e .)"
+
+
 def test_binder_installs_everything_requirements_txt_asks_for() -> None:
     _, root, _ = read_requirements(REPO / "requirements.txt")
     _, binder, _ = read_requirements(REPO / "binder" / "requirements.txt")
