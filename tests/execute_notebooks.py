@@ -37,7 +37,13 @@ def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     kernel = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=CurrentEnvironmentKernels())
     client = NotebookClient(
-        nb, km=kernel, timeout=300, kernel_name=KERNEL_NAME, resources={"metadata": {"path": str(path.parent)}}
+        nb,
+        km=kernel,
+        timeout=300,
+        kernel_name=KERNEL_NAME,
+        resources={"metadata": {"path": str(path.parent)}},
+        coalesce_streams=True,  # one printout per cell, not pieces split by flushes
+        record_timing=False,  # no per-cell timestamps: re-running leaves no noise in the diff
     )
     start = time.perf_counter()
     client.execute()
