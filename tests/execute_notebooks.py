@@ -35,6 +35,8 @@ class CurrentEnvironmentKernels(KernelSpecManager):
 
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)  # timestamps left by earlier runs or by JupyterLab
     kernel = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=CurrentEnvironmentKernels())
     client = NotebookClient(
         nb,
