@@ -1,0 +1,302 @@
+"""Exercises of notebooks 01 and 02: ``qkv_projection``, ``attention_scores``, ``scaled_dot_product_attention``.
+
+``_softmax_attend``, the shared tail of the wrong attentions, serves notebook 05's mistakes too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..attention import _teaching_attention, attention_scores, qkv_projection, scaled_dot_product_attention
+from ..masks import padding_mask
+from .random_inputs import _randn, _weights
+from .records import Case, Exercise, Mistake
+
+# --- 01: Q, K, V projections ------------------------------------------------------------------
+
+
+def _qkv_cases(g):
+    return [
+        Case("one sentence of 5 tokens, d_model 8, d_k 4, d_v 6", (_randn(g, 5, 8), *_qkv_weights(g, 8, 4, 6))),
+        Case("a batch of 2 sentences", (_randn(g, 2, 5, 8), *_qkv_weights(g, 8, 4, 6))),
+        Case("odd sizes with square weights, d_model = d_k = d_v = 7", (_randn(g, 3, 5, 7), *_qkv_weights(g, 7, 7, 7))),
+    ]
+
+
+def _qkv_weights(g, d_model, d_k, d_v):
+    return _weights(g, d_model, d_k), _weights(g, d_model, d_k), _weights(g, d_model, d_v)
+
+
+def _qkv_weights_transposed(x, w_q, w_k, w_v):
+    return x @ w_q.T, x @ w_k.T, x @ w_v.T
+
+
+def _qkv_k_and_v_swapped(x, w_q, w_k, w_v):
+    return x @ w_q, x @ w_v, x @ w_k
+
+
+def _qkv_q_and_k_swapped(x, w_q, w_k, w_v):
+    return x @ w_k, x @ w_q, x @ w_v
+
+
+def _qkv_one_weight_for_all(x, w_q, w_k, w_v):
+    return x @ w_q, x @ w_q, x @ w_q
+
+
+QKV_PROJECTION = Exercise(
+    name="qkv_projection",
+    reference=qkv_projection,
+    prompt="your function receives `x` (..., seq, d_model) and three matrices `w_q`, `w_k` (d_model, d_k) "
+    "and `w_v` (d_model, d_v); it returns the tuple `(q, k, v)` with `q = x @ w_q` and so on.",
+    start="`q = x @ w_q`, then the same for `k` and `v`.",
+    make_cases=_qkv_cases,
+    outputs=("q", "k", "v"),
+    mistakes=(
+        Mistake(
+            "the weights transposed (`x @ w.T`)",
+            "the matrices here are stored as (d_model, d_k): use `x @ w_q` as it is. "
+            "(`nn.Linear` stores the transpose and computes `x @ W.T`.)",
+            _qkv_weights_transposed,
+        ),
+        Mistake(
+            "K and V swapped",
+            "the keys come from `w_k` and the values from `w_v`; return them in the order (q, k, v).",
+            _qkv_k_and_v_swapped,
+        ),
+        Mistake(
+            "Q and K swapped",
+            "the queries come from `w_q` and the keys from `w_k`; return them in the order (q, k, v).",
+            _qkv_q_and_k_swapped,
+        ),
+        Mistake(
+            "one matrix used for all three projections",
+            "each projection has its own matrix: `x @ w_q`, `x @ w_k`, `x @ w_v`.",
+            _qkv_one_weight_for_all,
+        ),
+    ),
+)
+
+
+# --- 01: attention scores ---------------------------------------------------------------------
+
+
+def _scores_cases(g):
+    return [
+        Case("one sentence: 4 queries, 6 keys, d_k 8", (_randn(g, 4, 8), _randn(g, 6, 8))),
+        Case("batch of 2, 3 heads", (_randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 6, 8))),
+        Case("square: 5 queries, 5 keys, d_k 5", (_randn(g, 2, 5, 5), _randn(g, 2, 5, 5))),
+    ]
+
+
+def _scores_keys_not_transposed(q, k):
+    return q @ k
+
+
+def _scores_keys_times_queries(q, k):
+    return k @ q.transpose(-2, -1)
+
+
+def _scores_already_scaled(q, k):
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
+def _scores_all_axes_reversed(q, k):
+    return q @ _reverse_axes(k)
+
+
+def _reverse_axes(x):
+    return x.permute(*reversed(range(x.dim())))  # what `x.T` does to a tensor of any rank
+
+
+_BATCHED_TRANSPOSE_HINT = (
+    "your code works for one matrix but not for a batch: `.T`, `.t()` and `torch.mm` are meant for 2-D "
+    "matrices; `k.transpose(-2, -1)` and `@` work whatever the batch axes in front."
+)
+
+
+ATTENTION_SCORES = Exercise(
+    name="attention_scores",
+    reference=attention_scores,
+    prompt="your function receives queries `q` (..., q_len, d_k) and keys `k` (..., k_len, d_k); it returns "
+    "the raw scores `q @ kᵀ` of shape (..., q_len, k_len), without any scaling.",
+    start="`k.transpose(-2, -1)` swaps the last two axes of `k`.",
+    make_cases=_scores_cases,
+    mistakes=(
+        Mistake(
+            "the keys not transposed (`q @ k`)",
+            "each query is dotted with each key, so the keys need their last two axes swapped: "
+            "`q @ k.transpose(-2, -1)`.",
+            _scores_keys_not_transposed,
+        ),
+        Mistake(
+            "keys times queries (`k @ qᵀ`)",
+            "rows are queries and columns are keys: put `q` first, `q @ k.transpose(-2, -1)`.",
+            _scores_keys_times_queries,
+        ),
+        Mistake(
+            "scores already scaled by √d_k",
+            "this exercise asks for the raw scores; the division by √d_k comes in the next notebook.",
+            _scores_already_scaled,
+        ),
+        Mistake(
+            "a transpose for 2-D matrices only (`k.T`)",
+            _BATCHED_TRANSPOSE_HINT,
+            _scores_all_axes_reversed,
+        ),
+    ),
+)
+
+
+# --- 02: scaled dot-product attention ---------------------------------------------------------
+
+
+def _sdpa_cases(g):
+    return [
+        Case("one sentence, no mask: 4 queries, 6 keys, d_k 8", (_randn(g, 4, 8), _randn(g, 6, 8), _randn(g, 6, 5))),
+        Case(
+            "batch of 2 with a padding mask (lengths 4 and 3)",
+            (
+                _randn(g, 2, 5, 8),
+                _randn(g, 2, 6, 8),
+                _randn(g, 2, 6, 5),
+                padding_mask(torch.tensor([4, 3]), 6)[:, None],
+            ),
+        ),
+        Case(
+            "batch of 2, 2 heads, square (6 queries, 6 keys, d_k 6), random mask",
+            (_randn(g, 2, 2, 6, 6), _randn(g, 2, 2, 6, 6), _randn(g, 2, 2, 6, 3), _random_mask(g, 2, 1, 6, 6)),
+        ),
+    ]
+
+
+def _random_mask(g: torch.Generator, *shape: int) -> torch.Tensor:
+    """A random bool mask in which every row allows its first key and blocks its last one."""
+    mask = torch.rand(*shape, generator=g) < 0.5
+    mask[..., 0] = True
+    mask[..., -1] = False
+    return mask
+
+
+def _softmax_attend(scores, v, mask=None, dim=-1):
+    """Mask the scores, softmax along ``dim``, weight the values: the shared tail of the variants below."""
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=dim)
+    return weights @ v, weights
+
+
+def _sdpa_no_scaling(q, k, v, mask=None):
+    return _softmax_attend(q @ k.transpose(-2, -1), v, mask)
+
+
+def _sdpa_scaled_by_d_k(q, k, v, mask=None):
+    return _softmax_attend(q @ k.transpose(-2, -1) / q.shape[-1], v, mask)
+
+
+def _sdpa_multiplied_by_sqrt_d_k(q, k, v, mask=None):
+    return _softmax_attend(q @ k.transpose(-2, -1) * math.sqrt(q.shape[-1]), v, mask)
+
+
+def _sdpa_softmax_over_queries(q, k, v, mask=None):
+    return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask, dim=-2)
+
+
+def _sdpa_keys_not_transposed(q, k, v, mask=None):
+    return _softmax_attend(q @ k / math.sqrt(q.shape[-1]), v, mask)
+
+
+def _sdpa_all_axes_reversed(q, k, v, mask=None):
+    return _softmax_attend(q @ _reverse_axes(k) / math.sqrt(q.shape[-1]), v, mask)
+
+
+def _sdpa_mask_ignored(q, k, v, mask=None):
+    return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v)
+
+
+def _sdpa_mask_inverted(q, k, v, mask=None):
+    return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, None if mask is None else ~mask)
+
+
+def _sdpa_masked_scores_zero(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, 0.0)
+    return _softmax_attend(scores, v)
+
+
+def _sdpa_mask_after_softmax(q, k, v, mask=None):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    if mask is not None:
+        weights = weights * mask
+    return weights @ v, weights
+
+
+SCALED_DOT_PRODUCT_ATTENTION = Exercise(
+    name="scaled_dot_product_attention",
+    reference=scaled_dot_product_attention,
+    prompt="your function receives `q` (..., q_len, d_k), `k` (..., k_len, d_k), `v` (..., k_len, d_v) and an "
+    "optional boolean `mask` that broadcasts to (..., q_len, k_len), True = may attend; it returns the tuple "
+    "`(output, weights)`: `weights = softmax(q @ kᵀ / √d_k)` over the keys (masked keys get weight 0), "
+    "shape (..., q_len, k_len), and `output = weights @ v`, shape (..., q_len, d_v).",
+    start="`scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])`.",
+    make_cases=_sdpa_cases,
+    outputs=("output", "weights"),
+    extra_solution=(_teaching_attention,),
+    mistakes=(
+        Mistake(
+            "no scaling",
+            "divide the scores by √d_k (`math.sqrt(q.shape[-1])`) before the softmax.",
+            _sdpa_no_scaling,
+        ),
+        Mistake(
+            "scaling by d_k instead of √d_k",
+            "divide by the square root of d_k: `math.sqrt(q.shape[-1])`.",
+            _sdpa_scaled_by_d_k,
+        ),
+        Mistake(
+            "multiplying by √d_k instead of dividing",
+            "the scores are divided by √d_k, which makes them smaller.",
+            _sdpa_multiplied_by_sqrt_d_k,
+        ),
+        Mistake(
+            "the softmax over the wrong axis",
+            "each query's weights over the keys must sum to 1: `torch.softmax(scores, dim=-1)`.",
+            _sdpa_softmax_over_queries,
+        ),
+        Mistake(
+            "the keys not transposed",
+            "the scores are `q @ k.transpose(-2, -1)`, shape (..., q_len, k_len).",
+            _sdpa_keys_not_transposed,
+        ),
+        Mistake(
+            "a transpose for 2-D matrices only (`k.T`)",
+            _BATCHED_TRANSPOSE_HINT,
+            _sdpa_all_axes_reversed,
+        ),
+        Mistake(
+            "the mask ignored",
+            "where `mask` is False, set the score to a very negative number before the softmax: "
+            "`scores.masked_fill(~mask, torch.finfo(scores.dtype).min)`.",
+            _sdpa_mask_ignored,
+        ),
+        Mistake(
+            "the mask inverted",
+            "in this course True means *may attend*: fill the scores where the mask is False, with `~mask`.",
+            _sdpa_mask_inverted,
+        ),
+        Mistake(
+            "masked scores set to 0",
+            "a score of 0 still gets weight after the softmax (exp(0) = 1); fill masked scores with "
+            "`torch.finfo(scores.dtype).min` instead.",
+            _sdpa_masked_scores_zero,
+        ),
+        Mistake(
+            "the mask applied after the softmax",
+            "zeroing weights after the softmax leaves rows that no longer sum to 1; mask the scores "
+            "before the softmax.",
+            _sdpa_mask_after_softmax,
+        ),
+    ),
+)

@@ -1,0 +1,223 @@
+"""Exercises of notebook 05: ``split_heads``, ``merge_heads`` and ``multi_head_attention``.
+
+Many mistakes here keep the right shape and scramble the order of tokens, heads or features (a plain
+view instead of a view and a transpose, interleaved heads); only the values give them away.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..attention import scaled_dot_product_attention
+from ..masks import causal_mask, padding_mask
+from ..multihead import merge_heads, multi_head_attention, split_heads
+from .attention import _softmax_attend
+from .random_inputs import _randn, _weights
+from .records import Case, Exercise, Mistake
+
+
+def _split_cases(g):
+    return [
+        Case("batch of 2, 6 tokens, d_model 12, 3 heads", (_randn(g, 2, 6, 12), 3)),
+        Case("one sentence of 5 tokens, d_model 8, 2 heads", (_randn(g, 1, 5, 8), 2)),
+        Case("odd sizes: 7 tokens, d_model 10, 5 heads of 2", (_randn(g, 3, 7, 10), 5)),
+    ]
+
+
+def _split_no_transpose(x, num_heads):
+    batch, seq, d_model = x.shape
+    return x.view(batch, seq, num_heads, d_model // num_heads)
+
+
+def _split_plain_view(x, num_heads):
+    batch, seq, d_model = x.shape
+    return x.view(batch, num_heads, seq, d_model // num_heads)
+
+
+def _split_sequence_axis(x, num_heads):
+    batch, seq, d_model = x.shape
+    return x.reshape(batch, num_heads, seq // num_heads, d_model)
+
+
+def _split_interleaved(x, num_heads):
+    batch, seq, d_model = x.shape
+    return x.view(batch, seq, d_model // num_heads, num_heads).permute(0, 3, 1, 2)
+
+
+SPLIT_HEADS = Exercise(
+    name="split_heads",
+    reference=split_heads,
+    prompt="your function receives `x` (batch, seq, d_model) and `num_heads`, which divides d_model; it "
+    "returns (batch, num_heads, seq, d_head) with d_head = d_model // num_heads, head h holding features "
+    "h * d_head ... (h + 1) * d_head - 1 of every token.",
+    start="`x.view(batch, seq, num_heads, d_model // num_heads)`, then move the heads axis before seq.",
+    make_cases=_split_cases,
+    mistakes=(
+        Mistake(
+            "a view without the transpose",
+            "after `x.view(batch, seq, num_heads, d_head)`, swap seq and heads with `.transpose(1, 2)`.",
+            _split_no_transpose,
+        ),
+        Mistake(
+            "a plain view to (batch, heads, seq, d_head)",
+            "the shape is right but tokens and features are scrambled: view as (batch, seq, heads, d_head) "
+            "first, then `.transpose(1, 2)`.",
+            _split_plain_view,
+        ),
+        Mistake(
+            "splitting the sequence axis",
+            "heads split the features (the last axis), not the tokens: every head sees every token.",
+            _split_sequence_axis,
+        ),
+        Mistake(
+            "interleaved heads, a view as (d_head, num_heads)",
+            "each head takes a contiguous slice of the features: view as (batch, seq, num_heads, d_head), "
+            "heads before d_head.",
+            _split_interleaved,
+        ),
+    ),
+)
+
+
+def _merge_cases(g):
+    return [
+        Case("batch of 2, 3 heads, 5 tokens, d_head 4", (_randn(g, 2, 3, 5, 4),)),
+        Case("one sentence, 2 heads, 3 tokens, d_head 2", (_randn(g, 1, 2, 3, 2),)),
+        Case("as many heads as tokens: 4 heads, 4 tokens, d_head 3", (_randn(g, 2, 4, 4, 3),)),
+    ]
+
+
+def _merge_no_transpose(x):
+    batch, heads, seq, d_head = x.shape
+    return x.reshape(batch, seq, heads * d_head)
+
+
+def _merge_heads_summed(x):
+    return x.sum(dim=1)
+
+
+def _merge_interleaved(x):
+    batch, heads, seq, d_head = x.shape
+    return x.permute(0, 2, 3, 1).reshape(batch, seq, heads * d_head)
+
+
+MERGE_HEADS = Exercise(
+    name="merge_heads",
+    reference=merge_heads,
+    prompt="your function receives `x` (batch, heads, seq, d_head); it returns (batch, seq, heads * d_head), "
+    "each token's head outputs concatenated in head order: the inverse of `split_heads`.",
+    start="undo `split_heads` in reverse order: `x.transpose(1, 2)` first, then `.reshape(...)`.",
+    make_cases=_merge_cases,
+    mistakes=(
+        Mistake(
+            "a reshape without transposing back",
+            "bring seq before heads with `x.transpose(1, 2)` first, then `.reshape(batch, seq, heads * d_head)`.",
+            _merge_no_transpose,
+        ),
+        Mistake(
+            "the heads summed instead of concatenated",
+            "the heads are put side by side (concatenated), which restores the width heads * d_head.",
+            _merge_heads_summed,
+        ),
+        Mistake(
+            "interleaved heads, d_head before heads",
+            "after the transpose the order is (batch, seq, heads, d_head): reshape that, without moving "
+            "d_head in front of heads.",
+            _merge_interleaved,
+        ),
+    ),
+)
+
+
+def _mha_cases(g):
+    return [
+        Case("batch of 2, 5 tokens, d_model 8, 2 heads, no mask", (_randn(g, 2, 5, 8), *_mha_weights(g, 8), 2)),
+        Case(
+            "batch of 2, 6 tokens, d_model 12, 3 heads, padding mask (lengths 6 and 4)",
+            (_randn(g, 2, 6, 12), *_mha_weights(g, 12), 3, padding_mask(torch.tensor([6, 4]), 6)[:, None, None, :]),
+        ),
+        Case(
+            "one sentence of 4 tokens, d_model 6, 3 heads of 2, causal mask",
+            (_randn(g, 1, 4, 6), *_mha_weights(g, 6), 3, causal_mask(4)),
+        ),
+    ]
+
+
+def _mha_weights(g, d_model):
+    return tuple(_weights(g, d_model, d_model) for _ in range(4))
+
+
+def _mha_heads(x, w_q, w_k, w_v, num_heads):
+    return (split_heads(x @ w, num_heads) for w in (w_q, w_k, w_v))  # 3 x (batch, heads, seq, d_head)
+
+
+def _mha_no_output_projection(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    q, k, v = _mha_heads(x, w_q, w_k, w_v, num_heads)
+    return merge_heads(scaled_dot_product_attention(q, k, v, mask)[0])
+
+
+def _mha_scaled_by_sqrt_d_model(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    q, k, v = _mha_heads(x, w_q, w_k, w_v, num_heads)
+    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1]), v, mask)
+    return merge_heads(context) @ w_o
+
+
+def _mha_split_without_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    batch, seq, d_model = x.shape
+    q, k, v = ((x @ w).view(batch, seq, num_heads, d_model // num_heads) for w in (w_q, w_k, w_v))
+    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(d_model // num_heads), v, mask)
+    return context.reshape(batch, seq, d_model) @ w_o
+
+
+def _mha_merge_without_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    q, k, v = _mha_heads(x, w_q, w_k, w_v, num_heads)
+    context, _ = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, seq, d_head)
+    return context.reshape(x.shape) @ w_o
+
+
+def _mha_mask_ignored(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    q, k, v = _mha_heads(x, w_q, w_k, w_v, num_heads)
+    return merge_heads(scaled_dot_product_attention(q, k, v)[0]) @ w_o
+
+
+MULTI_HEAD_ATTENTION = Exercise(
+    name="multi_head_attention",
+    reference=multi_head_attention,
+    prompt="your function receives `x` (batch, seq, d_model), four matrices `w_q`, `w_k`, `w_v`, `w_o` "
+    "(d_model, d_model) used as `x @ w`, `num_heads`, and an optional bool `mask` broadcastable to "
+    "(batch, heads, seq, seq), True = may attend; it returns (batch, seq, d_model): project, split into "
+    "heads, attend in each head (scaled by √d_head), merge the heads, multiply by `w_o`.",
+    start="`q = split_heads(x @ w_q, num_heads)`, and the same for k and v.",
+    make_cases=_mha_cases,
+    mistakes=(
+        Mistake(
+            "no output projection W_O",
+            "after merging the heads, multiply by `w_o`: it mixes what the heads found.",
+            _mha_no_output_projection,
+        ),
+        Mistake(
+            "scaling by √d_model instead of √d_head",
+            "each head is an attention of width d_head = d_model // num_heads: divide by √d_head.",
+            _mha_scaled_by_sqrt_d_model,
+        ),
+        Mistake(
+            "splitting heads without the transpose",
+            "after `.view(batch, seq, num_heads, d_head)` use `.transpose(1, 2)`, so that each head attends "
+            "over the tokens, not over the other heads.",
+            _mha_split_without_transpose,
+        ),
+        Mistake(
+            "merging heads without the transpose",
+            "the context is (batch, heads, seq, d_head): `.transpose(1, 2)` before the reshape to "
+            "(batch, seq, d_model).",
+            _mha_merge_without_transpose,
+        ),
+        Mistake(
+            "the mask ignored",
+            "pass `mask` on to the attention of every head; it broadcasts over the heads axis.",
+            _mha_mask_ignored,
+        ),
+    ),
+)
