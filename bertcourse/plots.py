@@ -36,12 +36,16 @@ from matplotlib.collections import LineCollection
 HEAD_VIEW_COLOR = (0.12, 0.47, 0.71)  # matplotlib's default blue, as RGB
 
 
-def plot_attention(weights, tokens, key_tokens=None, ax=None, title=None, *, colorbar_label="attention weight"):
+def plot_attention(
+    weights, tokens, key_tokens=None, ax=None, title=None, *, colorbar_label="attention weight", vmin=None, vmax=None
+):
     """Heatmap of a (q_len, k_len) attention matrix: row i is where query token i looks.
 
     tokens label the rows (queries); key_tokens label the columns (keys) and default to
     tokens (self-attention). Works for raw scores too: pass ``colorbar_label="score"``,
-    or ``colorbar_label=None`` for no colorbar. Returns the Axes.
+    or ``colorbar_label=None`` for no colorbar. The colour scale runs from the smallest to
+    the largest value drawn, unless ``vmin`` and ``vmax`` fix its ends: ``vmin=0, vmax=1``
+    puts several weight maps (or a 0/1 mask) on one scale. Returns the Axes.
     """
     matrix = as_array("weights", weights, ndim=2, shape_doc="(q_len, k_len)")
     q_len, k_len = matrix.shape
@@ -60,7 +64,7 @@ def plot_attention(weights, tokens, key_tokens=None, ax=None, title=None, *, col
     if ax is None:
         size = (min(1.5 + 0.4 * k_len, 14.0), min(1.0 + 0.35 * q_len, 14.0))
         _, ax = plt.subplots(figsize=size, layout="constrained")
-    image = ax.imshow(matrix, cmap="viridis", aspect="auto", interpolation="nearest")
+    image = ax.imshow(matrix, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(k_len), key_tokens, rotation=90)
     ax.set_yticks(range(q_len), tokens)
     ax.set_xlabel("key (attended to)")

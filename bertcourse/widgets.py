@@ -3,7 +3,10 @@
     ScalingExplorer()                        why softmax(QK^T / sqrt(d_k)): entropy and gradients as d_k grows (02)
     MaskingExplorer()                        padding and causal masks on a batch of three sentences (03)
     PositionalEncodingExplorer()             the sinusoidal table, one position and one dimension at a time (04)
+    ResidualExplorer()                       the gradient reaching each layer of a deep stack, residuals on or off (06)
     AttentionExplorer(model, tokenizer)      the attention maps of a real BERT, layer by layer, head by head (07)
+
+    gradient_norms_per_layer(depth, residual)   the measurement ResidualExplorer draws, for use on its own
 
 Put an explorer as the last expression of a cell (or call ``.display()``) to show its
 controls and its plot. Each control is an attribute, so code can move it too
@@ -13,7 +16,7 @@ particular to each explorer (listed in its docstring). Redrawing happens at once
 the control's change, so ``drawn`` is up to date as soon as ``.value`` is set.
 
 How they stay portable: core ipywidgets only (sliders, checkboxes, toggle buttons, a text
-box, boxes and ``interactive_output``), drawn with inline matplotlib and ``plt.show()``. No
+box, a dropdown, boxes and ``interactive_output``), drawn with inline matplotlib and ``plt.show()``. No
 ipympl, no JavaScript from a CDN, nothing that exists only in ipywidgets 8, so the same code
 runs in Colab (ipywidgets 7.7.1), JupyterLab 4 and Binder (ipywidgets 8). Each figure is
 closed after it is shown, so moving a slider a thousand times does not pile up figures.
@@ -27,6 +30,7 @@ import math
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
+import torch.nn.functional as F
 from IPython.display import display
 from matplotlib.patches import Rectangle
 
@@ -192,9 +196,14 @@ class MaskingExplorer(_Explorer):
         )
         figure, (ax_mask, ax_weights) = plt.subplots(1, 2, figsize=(11, 4.8), layout="constrained")
         plot_attention(
-            sentence_mask.float(), tokens, ax=ax_mask, title="mask (yellow = may attend)", colorbar_label=None
+            sentence_mask.float(),
+            tokens,
+            ax=ax_mask,
+            title="mask (yellow = may attend)",
+            colorbar_label=None,
+            vmin=0,
+            vmax=1,
         )
-        ax_mask.images[0].set_clim(0, 1)
         plot_attention(weights[sentence], tokens, ax=ax_weights, title="attention weights")
         figure.suptitle(title)
         return {
@@ -260,6 +269,99 @@ class PositionalEncodingExplorer(_Explorer):
             "position": position,
             "dimension": dimension,
             "wavelength": wavelength,
+            "title": title,
+            "figure": figure,
+        }
+
+
+def gradient_norms_per_layer(
+    depth: int, residual: bool, layer_norm: bool = False, width: int = 64, seed: int = 0
+) -> torch.Tensor:
+    """Gradient norm of each layer's weight in a stack of ``depth`` Linear + tanh layers, after one backward pass.
+
+    The experiment of notebook 06, section 4. Layer l computes ``h = tanh(W_l h + b_l)``, or
+    ``h = h + tanh(W_l h + b_l)`` with ``residual``; with ``layer_norm``, a LayerNorm
+    without learned scale or shift (eps 1e-12) then normalises each layer's output, as
+    BERT's Post-LN does. The stack starts from PyTorch's default initialisation, takes a
+    batch of 32 random vectors of size ``width`` and one mean squared error against 32
+    random targets, all in float64 so that tiny gradients are exact enough to print.
+
+    ``seed`` fixes the weights and the data: every setting of ``residual`` and
+    ``layer_norm`` runs on the same ones, and the caller's random state is left as
+    it was. Returns (depth,) float64: entry 0 is the layer nearest the input.
+    """
+    require_positive_int("depth", depth)
+    require_positive_int("width", width)
+    with torch.random.fork_rng(devices=[]), torch.enable_grad():  # restores the CPU generator afterwards
+        torch.default_generator.manual_seed(seed)  # as torch.manual_seed(seed) does on the CPU
+        layers = [torch.nn.Linear(width, width, dtype=torch.float64) for _ in range(depth)]
+        h = torch.randn(32, width, dtype=torch.float64)  # (batch, width)
+        target = torch.randn(32, width, dtype=torch.float64)  # (batch, width)
+        for layer in layers:
+            h = h + torch.tanh(layer(h)) if residual else torch.tanh(layer(h))  # (batch, width)
+            if layer_norm:
+                h = F.layer_norm(h, (width,), eps=1e-12)  # (batch, width): each vector back to mean 0, variance 1
+        F.mse_loss(h, target).backward()
+    return torch.stack([layer.weight.grad.norm() for layer in layers])  # (depth,)
+
+
+class ResidualExplorer(_Explorer):
+    """The gradient that reaches each layer of a deep stack, residual connections on or off.
+
+    Draws ``gradient_norms_per_layer`` on a log scale: a stack of Linear + tanh layers,
+    one backward pass, the gradient norm of each layer's weight. Without residuals every
+    layer shrinks the gradient on its way down, so the first layers get orders of magnitude
+    less than the last; with them, ``h + F(h)`` gives the gradient an identity path and
+    every layer gets one of the same order. A LayerNorm after every layer changes the
+    picture too: try it with residuals off.
+
+    Controls: ``depth`` (2 ... 60 layers; redrawn when the slider is released),
+    ``residual`` (h + tanh(W h) instead of tanh(W h)), ``layer_norm`` (a LayerNorm after
+    every layer). ``drawn``: matrix (depth,) float64, exactly
+    ``gradient_norms_per_layer(depth, residual, layer_norm, width, seed)`` (entry 0 is
+    layer 1, nearest the input), depth, residual, layer_norm, ratio_first_last (layer 1's
+    gradient norm divided by the last layer's), title, figure.
+    """
+
+    MAX_DEPTH = 60
+    MIN_Y_RANGE = (1e-6, 1e2)  # the y axis spans at least these decades, so a flat curve looks flat
+
+    def __init__(
+        self, depth: int = 30, residual: bool = False, layer_norm: bool = False, width: int = 64, seed: int = 0
+    ):
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 2 <= depth <= self.MAX_DEPTH:
+            raise ValueError(f"`depth` must be an int from 2 to {self.MAX_DEPTH}, got {depth!r}.")
+        require_positive_int("width", width)
+        self._width, self._seed = width, seed  # of the measured stack; not controls
+        self.depth = widgets.IntSlider(
+            value=depth, min=2, max=self.MAX_DEPTH, description="layers", continuous_update=False
+        )
+        self.residual = widgets.Checkbox(value=residual, description="residual connections", indent=False)
+        self.layer_norm = widgets.Checkbox(value=layer_norm, description="LayerNorm after every layer", indent=False)
+        controls = {"depth": self.depth, "residual": self.residual, "layer_norm": self.layer_norm}
+        self._assemble(controls, [widgets.HBox([self.depth, self.residual, self.layer_norm])])
+
+    def _draw(self, depth: int, residual: bool, layer_norm: bool) -> dict:
+        norms = gradient_norms_per_layer(depth, residual, layer_norm, self._width, self._seed)  # (depth,)
+        ratio = float(norms[0] / norms[-1])
+        block = "h + tanh(W h)" if residual else "tanh(W h)"
+        if layer_norm:
+            block = f"LN({block})"
+        title = f"{depth} layers of h = {block}: layer 1 / layer {depth} = {ratio:.3g}"
+        figure, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+        ax.semilogy(range(1, depth + 1), norms.numpy(), marker="o", color="tab:green" if residual else "tab:red")
+        lowest, highest = float(norms.min()), float(norms.max())
+        ax.set_ylim(min(self.MIN_Y_RANGE[0], lowest / 3), max(self.MIN_Y_RANGE[1], highest * 3))
+        ax.set_xlabel("layer (1 = nearest the input)")
+        ax.set_ylabel("gradient norm of the layer's weight")
+        ax.grid(alpha=0.3, which="major")
+        ax.set_title(title)
+        return {
+            "matrix": norms,
+            "depth": depth,
+            "residual": residual,
+            "layer_norm": layer_norm,
+            "ratio_first_last": ratio,
             "title": title,
             "figure": figure,
         }

@@ -72,6 +72,16 @@ def test_plot_attention_accepts_numpy_and_draws_on_a_given_axes():
     np.testing.assert_array_equal(ax.images[0].get_array(), weights)
 
 
+def test_plot_attention_colour_scale_runs_over_the_data_unless_vmin_and_vmax_fix_it():
+    weights = torch.tensor([[0.2, 0.8], [0.4, 0.6]])
+    assert plot_attention(weights, ["a", "b"]).images[0].get_clim() == pytest.approx((0.2, 0.8))
+    ax = plot_attention(weights, ["a", "b"], vmin=0, vmax=1)
+    assert ax.images[0].get_clim() == (0, 1)
+    (colorbar,) = [other for other in ax.figure.axes if other is not ax]
+    assert colorbar.get_ylim() == (0, 1)  # the colorbar shows the whole fixed scale
+    assert plot_attention(weights, ["a", "b"], vmax=2).images[0].get_clim() == pytest.approx((0.2, 2.0))
+
+
 def test_plot_attention_rejects_a_batch_of_maps_naming_weights():
     with pytest.raises(ValueError, match=r"`weights` must be 2-D \(q_len, k_len\), got shape \(1, 12, 5, 5\)"):
         plot_attention(random_attention(1, 12, 5, 5), TOKENS)

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from matplotlib.collections import LineCollection
@@ -22,7 +23,9 @@ from bertcourse.widgets import (
     AttentionExplorer,
     MaskingExplorer,
     PositionalEncodingExplorer,
+    ResidualExplorer,
     ScalingExplorer,
+    gradient_norms_per_layer,
 )
 
 matplotlib.use("Agg")
@@ -134,6 +137,7 @@ def test_masking_with_padding_zeroes_the_pad_columns_and_real_rows_sum_to_one():
     assert drawn["title"] == "sentence 2: 4 tokens + 2 [PAD]; padding mask on, causal mask off"
     panels = [ax for ax in drawn["figure"].axes if ax.images]
     np.testing.assert_array_equal(panels[0].images[0].get_array(), drawn["mask"].float().numpy())
+    assert panels[0].images[0].get_clim() == (0, 1)  # yellow = 1 = may attend, whatever the mask holds
     np.testing.assert_allclose(panels[1].images[0].get_array(), drawn["matrix"].numpy())
     assert [t.get_text() for t in panels[1].get_xticklabels()] == drawn["tokens"]
 
@@ -145,6 +149,8 @@ def test_masking_without_padding_lets_real_tokens_attend_to_pad():
     assert (drawn["matrix"][:, 4:] > 0).all()
     assert drawn["mask"].all()
     assert "padding mask off" in drawn["title"]
+    mask_image = [ax for ax in drawn["figure"].axes if ax.images][0].images[0]
+    assert mask_image.get_clim() == (0, 1)  # an all-True mask is all yellow, not a colour picked by autoscaling
 
 
 def test_masking_causal_gives_zeros_above_the_diagonal():
@@ -232,6 +238,125 @@ def test_positional_explorer_sliders_move_the_highlight():
     assert explorer.drawn["value"] == pytest.approx(float(table[33, 1]))
     assert explorer.drawn["wavelength"] == pytest.approx(2 * math.pi)  # pair 0: the fastest wave
     assert "(cos, wavelength 6.3)" in explorer.drawn["title"]
+
+
+# --- gradient_norms_per_layer and ResidualExplorer -------------------------------------------------------
+
+
+def gradient_norms_written_out(depth, residual, layer_norm=False, width=64, seed=0):
+    """Notebook 06's measurement, as the notebook writes it (global seed, float64)."""
+    torch.manual_seed(seed)
+    layers = [torch.nn.Linear(width, width, dtype=torch.float64) for _ in range(depth)]
+    h = torch.randn(32, width, dtype=torch.float64)
+    target = torch.randn(32, width, dtype=torch.float64)
+    for layer in layers:
+        h = h + torch.tanh(layer(h)) if residual else torch.tanh(layer(h))
+        if layer_norm:
+            h = F.layer_norm(h, (width,), eps=1e-12)
+    F.mse_loss(h, target).backward()
+    return torch.tensor([layer.weight.grad.norm().item() for layer in layers], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_gradient_norms_per_layer_is_notebook_06s_measurement(residual, layer_norm):
+    norms = gradient_norms_per_layer(12, residual, layer_norm, width=16, seed=3)
+    assert norms.shape == (12,) and norms.dtype == torch.float64
+    assert torch.equal(norms, gradient_norms_written_out(12, residual, layer_norm, width=16, seed=3))
+
+
+def test_gradient_norms_per_layer_leaves_the_callers_random_state_and_grad_mode_alone():
+    torch.manual_seed(1234)
+    state = torch.get_rng_state()
+    with torch.no_grad():  # the measurement needs a backward pass even inside no_grad
+        norms = gradient_norms_per_layer(5, residual=True)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert (norms > 0).all() and not norms.requires_grad
+    assert torch.equal(gradient_norms_per_layer(5, residual=True, seed=1), gradient_norms_per_layer(5, True, seed=1))
+    assert not torch.equal(gradient_norms_per_layer(5, True, seed=1), norms)
+
+
+def test_gradient_norms_per_layer_refuses_a_depth_of_zero():
+    with pytest.raises(ValueError, match=r"`depth` must be a positive int, got 0"):
+        gradient_norms_per_layer(0, residual=True)
+
+
+def plotted_line(drawn):
+    (ax,) = drawn["figure"].axes
+    (line,) = ax.lines
+    return ax, line
+
+
+def test_residual_explorer_draws_exactly_the_measured_norms_on_a_log_scale():
+    explorer = ResidualExplorer(depth=30, residual=False)
+    drawn = explorer.drawn
+    assert torch.equal(drawn["matrix"], gradient_norms_per_layer(30, residual=False))
+    assert (drawn["depth"], drawn["residual"], drawn["layer_norm"]) == (30, False, False)
+    assert drawn["ratio_first_last"] == pytest.approx(float(drawn["matrix"][0] / drawn["matrix"][-1]), rel=1e-12)
+    assert drawn["title"] == f"30 layers of h = tanh(W h): layer 1 / layer 30 = {drawn['ratio_first_last']:.3g}"
+    ax, line = plotted_line(drawn)
+    assert ax.get_yscale() == "log"
+    assert ax.get_title() == drawn["title"]
+    assert ax.get_xlabel() == "layer (1 = nearest the input)"
+    np.testing.assert_array_equal(line.get_xdata(), np.arange(1, 31))
+    np.testing.assert_array_equal(line.get_ydata(), drawn["matrix"].numpy())
+    low, high = ax.get_ylim()
+    assert low <= float(drawn["matrix"].min()) and high >= float(drawn["matrix"].max())
+
+
+def test_residual_explorer_depth_slider_sets_the_number_of_layers_drawn():
+    explorer = ResidualExplorer(depth=30)
+    assert (explorer.depth.min, explorer.depth.max) == (2, 60)
+    assert explorer.depth.continuous_update is False  # a deep stack is measured on release, not on every step
+    for depth in (5, 60, 2):
+        explorer.depth.value = depth
+        drawn = explorer.drawn
+        assert drawn["depth"] == depth
+        assert drawn["matrix"].shape == (depth,)
+        assert torch.equal(drawn["matrix"], gradient_norms_per_layer(depth, residual=False))
+        np.testing.assert_array_equal(plotted_line(drawn)[1].get_xdata(), np.arange(1, depth + 1))
+        assert drawn["title"].startswith(f"{depth} layers of h = tanh(W h): layer 1 / layer {depth} = ")
+
+
+def test_residuals_keep_the_first_layers_gradient_alive_in_a_deep_stack():
+    explorer = ResidualExplorer(depth=60, residual=False)
+    without = explorer.drawn
+    assert without["ratio_first_last"] < 1e-10  # 60 layers of tanh(W h): layer 1 gets almost nothing
+    explorer.depth.value = 30
+    assert without["ratio_first_last"] < explorer.drawn["ratio_first_last"] < 1e-4
+    explorer.depth.value = 60
+    explorer.residual.value = True
+    with_residuals = explorer.drawn
+    assert with_residuals["residual"] is True
+    assert 0.1 < with_residuals["ratio_first_last"] < 10  # every layer gets a gradient of the same order
+    assert float(with_residuals["matrix"].max() / with_residuals["matrix"].min()) < 10
+    assert torch.equal(with_residuals["matrix"], gradient_norms_per_layer(60, residual=True))
+    assert with_residuals["title"].startswith("60 layers of h = h + tanh(W h): ")
+    assert plotted_line(with_residuals)[1].get_color() != plotted_line(without)[1].get_color()
+
+
+def test_layer_norm_checkbox_normalises_after_every_layer():
+    explorer = ResidualExplorer(depth=60, residual=False, layer_norm=False)
+    explorer.layer_norm.value = True
+    drawn = explorer.drawn
+    assert drawn["layer_norm"] is True
+    assert torch.equal(drawn["matrix"], gradient_norms_per_layer(60, residual=False, layer_norm=True))
+    assert 0.1 < drawn["ratio_first_last"] < 10  # renormalised activations keep tanh's gradient alive too
+    assert drawn["title"].startswith("60 layers of h = LN(tanh(W h)): ")
+    explorer.residual.value = True
+    assert explorer.drawn["title"].startswith("60 layers of h = LN(h + tanh(W h)): ")  # Post-LN, as in BERT
+    assert torch.equal(explorer.drawn["matrix"], gradient_norms_per_layer(60, residual=True, layer_norm=True))
+
+
+def test_residual_explorer_passes_width_and_seed_to_the_measurement():
+    explorer = ResidualExplorer(depth=8, residual=True, width=16, seed=7)
+    assert torch.equal(explorer.drawn["matrix"], gradient_norms_per_layer(8, True, width=16, seed=7))
+
+
+@pytest.mark.parametrize("depth", [1, 61, 30.0, True])
+def test_residual_explorer_refuses_a_depth_off_the_slider(depth):
+    with pytest.raises(ValueError, match=rf"`depth` must be an int from 2 to 60, got {depth!r}"):
+        ResidualExplorer(depth=depth)
 
 
 # --- AttentionExplorer ------------------------------------------------------------------------------------
@@ -364,7 +489,14 @@ def widget_leaves(box):
 
 def test_each_explorer_shows_its_widget_as_the_last_expression_of_a_cell(pretrained, ipython_shell):
     model, tok = pretrained
-    for explorer in [ScalingExplorer(), MaskingExplorer(), PositionalEncodingExplorer(), AttentionExplorer(model, tok)]:
+    explorers = [
+        ScalingExplorer(),
+        MaskingExplorer(),
+        PositionalEncodingExplorer(),
+        ResidualExplorer(),
+        AttentionExplorer(model, tok),
+    ]
+    for explorer in explorers:
         assert explorer.output in widget_leaves(explorer.widget)  # the controls and, below them, the plot
         assert {"matrix", "title", "figure"} <= explorer.drawn.keys()
         ipython_shell.user_ns["explorer"] = explorer
