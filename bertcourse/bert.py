@@ -148,12 +148,11 @@ class BertModel(nn.Module):
     ) -> BertOutput:
         mask = self._check_inputs(input_ids, attention_mask, token_type_ids)
         x = self.embeddings(input_ids, token_type_ids)  # (batch, seq, hidden)
-        x, hidden_states, attentions = self.encoder(x, mask, need_weights=output_attentions)
+        x, hidden_states, attentions = self.encoder(
+            x, mask, need_weights=output_attentions, need_hidden_states=output_hidden_states
+        )
         return BertOutput(
-            last_hidden_state=x,
-            pooler_output=self.pooler(x),
-            attentions=attentions,
-            hidden_states=hidden_states if output_hidden_states else (),
+            last_hidden_state=x, pooler_output=self.pooler(x), attentions=attentions, hidden_states=hidden_states
         )
 
     def _check_inputs(self, input_ids, attention_mask, token_type_ids):

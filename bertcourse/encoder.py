@@ -68,14 +68,22 @@ class Encoder(nn.Module):
         require_positive_int("num_layers", num_layers)
         self.layers = nn.ModuleList(EncoderLayer(**layer_kwargs) for _ in range(num_layers))
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        need_hidden_states: bool = False,
+    ):
         """Returns (x, hidden_states, attentions): hidden_states has the input and every layer's
-        output; attentions has one (batch, heads, seq, seq) tensor per layer (empty if not needed)."""
-        hidden_states = [x]
+        output, attentions one (batch, heads, seq, seq) tensor per layer; each is empty unless asked
+        for. (Keeping every layer's output alive when nobody asked costs memory and, on the CPU, time.)"""
+        hidden_states = [x] if need_hidden_states else []
         attentions = []
         for layer in self.layers:
             x, weights = layer(x, mask, need_weights)
-            hidden_states.append(x)
+            if need_hidden_states:
+                hidden_states.append(x)
             if need_weights:
                 attentions.append(weights)
         return x, tuple(hidden_states), tuple(attentions)
