@@ -21,21 +21,33 @@ def describe(x) -> str:
 def require_tensor(name: str, x, *, min_dim: int | None = None, ndim: int | None = None) -> None:
     """Raise ``TypeError`` unless ``x`` is a tensor, ``ValueError`` unless its rank fits."""
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"`{name}` must be a torch.Tensor, got {describe(x)}.")
+        hint = ""
+        if isinstance(x, (list, tuple)) or type(x).__module__ == "numpy":
+            hint = " Convert it with `torch.tensor(...)` (or `torch.from_numpy(...)` for a NumPy array)."
+        raise TypeError(f"`{name}` must be a torch.Tensor, got {describe(x)}.{hint}")
     if ndim is not None and x.dim() != ndim:
         raise ValueError(f"`{name}` must have {ndim} dimensions, got {describe(x)}.")
     if min_dim is not None and x.dim() < min_dim:
         raise ValueError(f"`{name}` must have at least {min_dim} dimensions, got {describe(x)}.")
 
 
-def require_integer_tensor(name: str, x) -> None:
-    """Raise ``TypeError`` unless ``x`` is a tensor of an integer dtype (token ids, lengths)."""
+def require_float_tensor(name: str, x, *, like: torch.Tensor | None = None, like_name: str = "") -> None:
+    """Raise ``TypeError`` unless ``x`` holds floating-point numbers (of ``like``'s dtype, if given)."""
     require_tensor(name, x)
-    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"`{name}` must hold floating-point numbers, got {describe(x)}. Convert it with `.float()`.")
+    if like is not None and x.dtype != like.dtype:
         raise TypeError(
-            f"`{name}` must hold integer ids (torch.long), got {describe(x)}. "
-            "Token ids come from the tokenizer; convert with `.long()` if you built them by hand."
+            f"`{name}` has dtype {x.dtype} but {like_name} has {like.dtype}: convert one of them, "
+            f"e.g. `{name}.to({like.dtype})` (or a model with `model.to({x.dtype})`)."
         )
+
+
+def require_integer_tensor(name: str, x, hint: str = "") -> None:
+    """Raise ``TypeError`` unless ``x`` is a torch.long or torch.int tensor (token ids, lengths)."""
+    require_tensor(name, x)
+    if x.dtype not in (torch.long, torch.int):
+        raise TypeError(f"`{name}` must hold integers (torch.long), got {describe(x)}. {hint}".rstrip())
 
 
 def require_positive_int(name: str, value) -> None:

@@ -21,7 +21,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._validation import describe, require_tensor
+from ._validation import describe, require_float_tensor, require_tensor
 from .masks import broadcast_mask, fill_value
 
 
@@ -33,8 +33,10 @@ def qkv_projection(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: t
     (``nn.Linear`` stores the transposed matrix, (out, in), and computes x @ W.T + b.)
     """
     require_tensor("x", x, min_dim=2)
+    require_float_tensor("x", x)
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
         require_tensor(name, w, ndim=2)
+        require_float_tensor(name, w, like=x, like_name="`x`")
         if w.shape[0] != x.shape[-1]:
             raise ValueError(
                 f"`{name}` must have shape (d_model, d_out) with d_model = x.shape[-1] = {x.shape[-1]}, "
@@ -77,6 +79,9 @@ def scaled_dot_product_attention(
     """
     _check_qk(q, k)
     require_tensor("v", v, min_dim=2)
+    require_float_tensor("v", v, like=q, like_name="`q`")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"`dropout_p` must be a probability in [0, 1), got {dropout_p!r}.")
     if v.shape[:-1] != k.shape[:-1]:
         raise ValueError(
             f"`v` must have one value per key: shape (..., k_len, d_v) with (..., k_len) = "
@@ -125,6 +130,8 @@ def _zero_fully_masked_rows(x, mask):
 def _check_qk(q, k):
     require_tensor("q", q, min_dim=2)
     require_tensor("k", k, min_dim=2)
+    require_float_tensor("q", q)
+    require_float_tensor("k", k, like=q, like_name="`q`")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"`q` and `k` must have the same width d_k (each query is dotted with each key), "
@@ -135,5 +142,3 @@ def _check_qk(q, k):
             f"`q` and `k` must have the same leading (batch, heads) dims, got q {tuple(q.shape)} "
             f"and k {tuple(k.shape)}."
         )
-    if q.dtype != k.dtype:
-        raise TypeError(f"`q` and `k` must have the same dtype, got {q.dtype} and {k.dtype}.")

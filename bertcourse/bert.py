@@ -8,16 +8,13 @@ Every piece was built in an earlier module; this one only wires them together:
 - ``BertPooler``: tanh(W h_[CLS] + b), the sentence vector the NSP head reads.
 - ``BertMLMHead``: dense -> GELU -> LayerNorm -> decoder whose weight *is* the word
   embedding matrix (tied), plus its own bias; one logit per vocabulary word.
-- ``BertNSPHead``: a linear map from the pooled vector to 2 logits (IsNext / NotNext).
+- the NSP head (``BertForPreTraining.nsp``): a linear map from the pooled vector to 2
+  logits (IsNext / NotNext).
 
 ``BertModel.forward`` checks its input first (integer ids, in the vocabulary, not
 longer than the position table) and returns a ``BertOutput`` whose ``attentions`` are a
 tuple of (batch, heads, seq, seq) tensors, one per layer: the format Hugging Face and
-bertviz use. A learner who has bertviz can pass them straight on::
-
-    from bertviz import head_view
-    out = model(ids, output_attentions=True)
-    head_view(out.attentions, tokenizer.convert_ids_to_tokens(ids[0]))
+bertviz use (``bertcourse.plots`` shows how to hand them to bertviz).
 """
 
 from __future__ import annotations
@@ -28,12 +25,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import describe, require_integer_tensor
-from .config import BertConfig
+from ._validation import describe, require_float_tensor, require_integer_tensor, require_tensor
+from .config import BertConfig, require_config
 from .encoder import Encoder
 from .layernorm import LayerNorm, layer_norm
 from .masks import as_bool_mask, expand_padding_mask
-from .positional import check_sequence_fits
+from .positional import LearnedPositionEmbedding, check_sequence_fits
 
 
 @dataclasses.dataclass
@@ -67,8 +64,31 @@ def bert_embeddings(
 
     input_ids, token_type_ids: (batch, seq) long. The three tables are (rows, hidden)
     matrices; ln_weight, ln_bias: (hidden,). Returns (batch, seq, hidden). Dropout, which
-    BERT applies next during training, is left to the module.
+    BERT applies next during training, is left to the module. ``token_type_ids=None`` puts
+    every token in segment A.
     """
+    for name, table in (
+        ("word_embeddings", word_embeddings),
+        ("position_embeddings", position_embeddings),
+        ("token_type_embeddings", token_type_embeddings),
+    ):
+        require_tensor(name, table, ndim=2)
+        require_float_tensor(name, table)
+        if table.shape[1] != word_embeddings.shape[1]:
+            raise ValueError(
+                f"`{name}` must have shape (rows, hidden) with hidden = {word_embeddings.shape[1]} "
+                f"(from `word_embeddings`), got {describe(table)}."
+            )
+    if token_type_ids is None:
+        token_type_ids = torch.zeros_like(input_ids)  # every token in segment A
+    check_token_ids(
+        input_ids,
+        token_type_ids,
+        vocab_size=word_embeddings.shape[0],
+        type_vocab_size=token_type_embeddings.shape[0],
+        max_position_embeddings=position_embeddings.shape[0],
+        device=word_embeddings.device,
+    )
     seq_len = input_ids.shape[1]
     positions = torch.arange(seq_len, device=input_ids.device)  # (seq,)
     summed = (
@@ -85,14 +105,12 @@ class BertEmbeddings(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.position_embeddings = LearnedPositionEmbedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.layer_norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)  # every token in segment A
         embeddings = bert_embeddings(
             input_ids,
             token_type_ids,
@@ -123,6 +141,7 @@ class BertModel(nn.Module):
 
     def __init__(self, config: BertConfig | None = None):
         super().__init__()
+        require_config(config)
         self.config = config or BertConfig()
         c = self.config
         self.embeddings = BertEmbeddings(c)
@@ -158,23 +177,21 @@ class BertModel(nn.Module):
     def _check_inputs(self, input_ids, attention_mask, token_type_ids):
         """Validate everything before computing anything; return the (batch, 1, 1, seq) mask or None."""
         c = self.config
-        require_integer_tensor("input_ids", input_ids)
-        if input_ids.dim() != 2:
-            hint = " Add a batch axis with `input_ids.unsqueeze(0)`." if input_ids.dim() == 1 else ""
-            raise ValueError(f"`input_ids` must have shape (batch, seq), got {describe(input_ids)}.{hint}")
-        check_sequence_fits(input_ids.shape[1], c.max_position_embeddings)
-        _check_ids_in_range("input_ids", input_ids, c.vocab_size, "vocab_size")
-        if token_type_ids is not None:
-            require_integer_tensor("token_type_ids", token_type_ids)
-            _check_same_shape("token_type_ids", token_type_ids, input_ids)
-            _check_ids_in_range("token_type_ids", token_type_ids, c.type_vocab_size, "type_vocab_size")
+        check_token_ids(
+            input_ids,
+            token_type_ids,
+            vocab_size=c.vocab_size,
+            type_vocab_size=c.type_vocab_size,
+            max_position_embeddings=c.max_position_embeddings,
+            device=self.embeddings.word_embeddings.weight.device,
+        )
         if attention_mask is None:
             return None
         mask = as_bool_mask("attention_mask", attention_mask)
         _check_same_shape("attention_mask", mask, input_ids)
         if bool(mask.all()):
             return None  # nothing to mask: let the fused kernel run unmasked
-        return expand_padding_mask(mask)  # (batch, 1, 1, seq)
+        return expand_padding_mask(mask.to(input_ids.device))  # (batch, 1, 1, seq)
 
 
 class BertMLMHead(nn.Module):
@@ -230,14 +247,38 @@ def init_bert_weights(module: nn.Module, std: float = 0.02) -> None:
         nn.init.zeros_(module.bias)
 
 
+def check_token_ids(input_ids, token_type_ids, *, vocab_size, type_vocab_size, max_position_embeddings, device) -> None:
+    """Everything BERT needs of its ids, checked before any lookup: integer (batch, seq) ids,
+    at least one token, no more than the position table holds, inside the vocabulary, on the
+    model's device; token types likewise."""
+    require_integer_tensor("input_ids", input_ids, hint=_IDS_HINT)
+    if input_ids.dim() != 2:
+        hint = " Add a batch axis with `input_ids.unsqueeze(0)`." if input_ids.dim() == 1 else ""
+        raise ValueError(f"`input_ids` must have shape (batch, seq), got {describe(input_ids)}.{hint}")
+    if input_ids.shape[1] == 0:
+        raise ValueError("`input_ids` has 0 tokens: a BERT input holds at least [CLS] and [SEP].")
+    check_sequence_fits(input_ids.shape[1], max_position_embeddings)
+    _check_ids_in_range("input_ids", input_ids, vocab_size, "vocab_size")
+    if input_ids.device != torch.device(device):
+        raise ValueError(
+            f"`input_ids` is on {input_ids.device} but the model's weights are on {device}: "
+            "move the batch with `.to(device)`."
+        )
+    if token_type_ids is not None:
+        require_integer_tensor("token_type_ids", token_type_ids, hint=_IDS_HINT)
+        _check_same_shape("token_type_ids", token_type_ids, input_ids)
+        _check_ids_in_range("token_type_ids", token_type_ids, type_vocab_size, "type_vocab_size")
+
+
+_IDS_HINT = "Token ids come from the tokenizer; convert with `.long()` if you built them by hand."
+
+
 def _check_same_shape(name, x, input_ids):
     if x.shape != input_ids.shape:
         raise ValueError(f"`{name}` must have the shape of `input_ids` {tuple(input_ids.shape)}, got {describe(x)}.")
 
 
 def _check_ids_in_range(name, ids, size, size_name):
-    if ids.numel() == 0:
-        return
     low, high = int(ids.min()), int(ids.max())
     if low < 0 or high >= size:
         bad = low if low < 0 else high

@@ -11,7 +11,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from ._validation import require_divisible, require_positive_int
+from ._validation import describe, require_divisible, require_positive_int
 
 
 @dataclasses.dataclass
@@ -30,6 +30,13 @@ class BertConfig:
     pad_token_id: int = 0
 
     def __post_init__(self):
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"`{name}` must be a probability in [0, 1), got {getattr(self, name)!r}.")
+        if not 0 <= self.pad_token_id < self.vocab_size:
+            raise ValueError(
+                f"`pad_token_id`={self.pad_token_id} must be a token id below vocab_size={self.vocab_size}."
+            )
         for name in (
             "vocab_size",
             "hidden_size",
@@ -71,3 +78,14 @@ class BertConfig:
     @classmethod
     def from_json(cls, path) -> BertConfig:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def require_config(config) -> None:
+    """Raise ``TypeError`` unless ``config`` is a ``BertConfig`` (``None`` is allowed where a default exists)."""
+    if config is not None and not isinstance(config, BertConfig):
+        hint = (
+            " Build one with `BertConfig(**values)` or `BertConfig.from_dict(values)`."
+            if isinstance(config, dict)
+            else ""
+        )
+        raise TypeError(f"`config` must be a BertConfig, got {describe(config)}.{hint}")

@@ -7,7 +7,7 @@ proves it equals ``sum(p.numel() for p in BertModel(config).parameters())``.
 
 from __future__ import annotations
 
-from .config import BertConfig
+from .config import BertConfig, require_config
 
 
 def linear_parameters(d_in: int, d_out: int) -> int:
@@ -17,6 +17,9 @@ def linear_parameters(d_in: int, d_out: int) -> int:
 
 def parameter_breakdown(config: BertConfig) -> dict[str, int]:
     """Parameter counts of ``BertModel(config)`` by part (embeddings, per-layer blocks x layers, pooler)."""
+    if config is None:
+        raise TypeError("`config` must be a BertConfig, got None: try `BertConfig.bert_base()`.")
+    require_config(config)
     d, d_ff, n_layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     layer_norm = 2 * d  # gamma and beta
     return {

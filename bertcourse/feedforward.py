@@ -2,13 +2,15 @@ r"""The position-wise feed-forward block: Linear(d, 4d) -> GELU -> Linear(4d, d)
 
 Each token goes through the same two-layer MLP on its own (no mixing between tokens;
 that is attention's job). BERT widens to ``intermediate_size`` = 4 x d_model (3072 for
-BERT-base) and uses the *exact* GELU,
+BERT-base). Hugging Face's BERT (``hidden_act="gelu"``, the weights this course loads) uses the
+*exact* GELU,
 
-.. math:: \mathrm{GELU}(x) = x \cdot \Phi(x) = \tfrac{x}{2}\left(1 + \mathrm{erf}(x / \sqrt{2})\right),
+.. math:: \mathrm{GELU}(x) = x \cdot \Phi(x) = \tfrac{x}{2}\left(1 + \mathrm{erf}(x / \sqrt{2})\right);
 
-not the tanh approximation. ``gelu`` below writes the formula out; the module calls
-``torch.nn.functional.gelu``, the same function in one fused kernel (a test checks that
-they agree).
+Google's original TensorFlow code computed the tanh approximation. The two differ by less
+than 1e-3: invisible in a plot, enough to fail a 1e-5 comparison. ``gelu`` below writes the
+formula out; ``feed_forward`` calls ``torch.nn.functional.gelu``, the same function in one
+fused kernel (a test checks that they agree).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import describe, require_positive_int, require_tensor
+from ._validation import describe, require_float_tensor, require_positive_int, require_tensor
 
 
 def gelu(x: torch.Tensor) -> torch.Tensor:
@@ -36,15 +38,23 @@ def feed_forward(
     Returns (..., d_model).
     """
     require_tensor("x", x, min_dim=1)
-    require_tensor("w1", w1, ndim=2)
-    require_tensor("w2", w2, ndim=2)
-    if w1.shape[0] != x.shape[-1] or w2.shape != (w1.shape[1], x.shape[-1]):
+    require_float_tensor("x", x)
+    for name, w in (("w1", w1), ("w2", w2)):
+        require_tensor(name, w, ndim=2)
+        require_float_tensor(name, w, like=x, like_name="`x`")
+    if w1.shape[0] != x.shape[-1]:
+        raise ValueError(f"`x` must have last dimension d_model = w1.shape[0] = {w1.shape[0]}, got {describe(x)}.")
+    if w2.shape != (w1.shape[1], w1.shape[0]):
         raise ValueError(
-            f"expected w1 (d_model, d_ff) and w2 (d_ff, d_model) with d_model = x.shape[-1] = {x.shape[-1]}, "
-            f"got w1 {describe(w1)} and w2 {describe(w2)}."
+            f"`w2` must have shape (d_ff, d_model) = {(w1.shape[1], w1.shape[0])} to undo `w1` "
+            f"{tuple(w1.shape)}, got {describe(w2)}."
         )
-    hidden = gelu(x @ w1 + b1)  # (..., d_ff)
-    return hidden @ w2 + b2  # (..., d_model)
+    for name, b, size in (("b1", b1, w1.shape[1]), ("b2", b2, w2.shape[1])):
+        require_tensor(name, b, ndim=1)
+        if b.shape[0] != size:
+            raise ValueError(f"`{name}` must have shape ({size},), one bias per output feature, got {describe(b)}.")
+    hidden = F.gelu(F.linear(x, w1.T, b1))  # (..., d_ff): x @ w1 + b1, then GELU
+    return F.linear(hidden, w2.T, b2)  # (..., d_model)
 
 
 class FeedForward(nn.Module):
@@ -58,4 +68,6 @@ class FeedForward(nn.Module):
         self.output = nn.Linear(d_ff, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.output(F.gelu(self.intermediate(x)))  # (..., d_ff) -> (..., d_model)
+        w1, b1 = self.intermediate.weight.T, self.intermediate.bias  # (d_model, d_ff), (d_ff,)
+        w2, b2 = self.output.weight.T, self.output.bias  # (d_ff, d_model), (d_model,)
+        return feed_forward(x, w1, b1, w2, b2)  # (..., d_model)

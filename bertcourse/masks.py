@@ -30,14 +30,20 @@ def padding_mask(lengths, max_len: int | None = None) -> torch.Tensor:
     ``max_len`` defaults to the longest length.
     """
     if isinstance(lengths, (list, tuple)):
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in lengths):
+            raise TypeError(f"`lengths` must be a flat list of ints, one per sentence, got {describe(lengths)}.")
         lengths = torch.tensor(lengths, dtype=torch.long)
-    require_integer_tensor("lengths", lengths)
+    require_integer_tensor("lengths", lengths, hint="Lengths count tokens: convert with `.long()`.")
     if lengths.dim() != 1:
         raise ValueError(f"`lengths` must be 1-D, one length per sentence, got {describe(lengths)}.")
+    if lengths.numel() == 0:
+        raise ValueError("`lengths` is empty: pass one length per sentence, e.g. `[5, 3]`.")
     if (lengths < 0).any():
         raise ValueError(f"`lengths` must be >= 0, got {lengths.tolist()}.")
-    longest = int(lengths.max()) if lengths.numel() else 0
+    longest = int(lengths.max())
     if max_len is None:
+        if longest == 0:
+            raise ValueError("`lengths` are all 0, so the padded length is unknown: pass `max_len`.")
         max_len = longest
     require_positive_int("max_len", max_len)
     if longest > max_len:

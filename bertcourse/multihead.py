@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validation import describe, require_divisible, require_tensor
+from ._validation import describe, require_divisible, require_float_tensor, require_tensor
 from .attention import scaled_dot_product_attention
 
 
@@ -60,9 +60,11 @@ def multi_head_attention(
     Returns (batch, seq, d_model).
     """
     require_tensor("x", x, ndim=3)
+    require_float_tensor("x", x)
     d_model = x.shape[-1]
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
         require_tensor(name, w, ndim=2)
+        require_float_tensor(name, w, like=x, like_name="`x`")
         if tuple(w.shape) != (d_model, d_model):
             raise ValueError(f"`{name}` must have shape (d_model, d_model) = {(d_model, d_model)}, got {describe(w)}.")
     q = split_heads(x @ w_q, num_heads)  # (batch, heads, seq, d_head)
@@ -96,6 +98,7 @@ class MultiHeadAttention(nn.Module):
         require_tensor("x", x, ndim=3)
         if x.shape[-1] != self.d_model:
             raise ValueError(f"`x` must have shape (batch, seq, d_model={self.d_model}), got {describe(x)}.")
+        require_float_tensor("x", x, like=self.query.weight, like_name="the layer's weight")
         q = split_heads(self.query(x), self.num_heads)  # (batch, heads, seq, d_head)
         k = split_heads(self.key(x), self.num_heads)  # (batch, heads, seq, d_head)
         v = split_heads(self.value(x), self.num_heads)  # (batch, heads, seq, d_head)

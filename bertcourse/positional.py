@@ -20,7 +20,7 @@ import math
 import torch
 from torch import nn
 
-from ._validation import require_positive_int
+from ._validation import require_integer_tensor, require_positive_int
 
 
 def sinusoidal_position_encoding(max_len: int, d_model: int) -> torch.Tensor:
@@ -40,23 +40,30 @@ def sinusoidal_position_encoding(max_len: int, d_model: int) -> torch.Tensor:
     return table  # (max_len, d_model)
 
 
-class LearnedPositionEmbedding(nn.Module):
-    """A trainable table of ``max_len`` position vectors, as in BERT (``position_embeddings``).
+class LearnedPositionEmbedding(nn.Embedding):
+    """A trainable table of ``max_len`` position vectors: BERT's ``position_embeddings``.
 
-    forward(seq_len) -> (seq_len, d_model). Raises a clear error past the table's end.
+    It is an ``nn.Embedding`` (its rows are in ``.weight``, shape (max_len, d_model)), called
+    with a sequence length: ``forward(seq_len)`` -> the first ``seq_len`` rows, (seq_len, d_model).
+    Like any embedding it also takes a tensor of position ids. Past the table's end it raises
+    the error that explains BERT's length limit.
     """
 
     def __init__(self, max_len: int, d_model: int):
-        super().__init__()
         require_positive_int("max_len", max_len)
         require_positive_int("d_model", d_model)
-        self.max_len = max_len
-        self.table = nn.Embedding(max_len, d_model)
+        super().__init__(max_len, d_model)
 
-    def forward(self, seq_len: int) -> torch.Tensor:
-        check_sequence_fits(seq_len, self.max_len)
-        positions = torch.arange(seq_len, device=self.table.weight.device)  # (seq_len,)
-        return self.table(positions)  # (seq_len, d_model)
+    def forward(self, seq_len) -> torch.Tensor:
+        if isinstance(seq_len, torch.Tensor):
+            positions = seq_len  # (..., seq) position ids
+            require_integer_tensor("positions", positions, hint="Position ids count from 0: use `.long()`.")
+            check_sequence_fits(int(positions.max()) + 1 if positions.numel() else 0, self.num_embeddings, "positions")
+        else:
+            require_positive_int("seq_len", seq_len)
+            check_sequence_fits(seq_len, self.num_embeddings, "seq_len")
+            positions = torch.arange(seq_len, device=self.weight.device)  # (seq_len,)
+        return super().forward(positions)  # (..., seq, d_model)
 
 
 def check_sequence_fits(seq_len: int, max_position_embeddings: int, name: str = "input_ids") -> None:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import torch
 
+from ._validation import describe
+
 
 class WordPieceTokenizer:
     """``tok(texts, pairs=None, max_length=512)`` -> dict of (batch, seq) long tensors:
@@ -42,29 +44,28 @@ class WordPieceTokenizer:
         return self._tokenizer.encode(text).tokens
 
     def convert_ids_to_tokens(self, ids) -> list[str]:
-        if isinstance(ids, torch.Tensor):
-            ids = ids.tolist()
-        return [self._tokenizer.id_to_token(int(i)) for i in ids]
+        return [self._tokenizer.id_to_token(i) for i in _one_sentence(ids)]
 
     def decode(self, ids) -> str:
-        if isinstance(ids, torch.Tensor):
-            ids = ids.tolist()
-        return self._tokenizer.decode(ids)
+        return self._tokenizer.decode(_one_sentence(ids))
 
     def __call__(self, texts, pairs=None, max_length: int = 512) -> dict[str, torch.Tensor]:
-        if isinstance(texts, str):
-            texts = [texts]
-        if isinstance(pairs, str):
-            pairs = [pairs]
-        if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
-            raise TypeError(f"`texts` must be a string or a list of strings, got {type(texts).__name__}.")
-        if pairs is not None and len(pairs) != len(texts):
-            raise ValueError(f"`pairs` must have one entry per text ({len(texts)}), got {len(pairs)}.")
+        texts = _as_strings("texts", texts)
+        specials = 2 if pairs is None else 3  # [CLS] A [SEP] (B [SEP])
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length <= specials:
+            raise ValueError(
+                f"`max_length` must be an int above {specials} ([CLS] and [SEP] take {specials} places), "
+                f"got {max_length!r}."
+            )
+        if pairs is not None:
+            pairs = _as_strings("pairs", pairs)
+            if len(pairs) != len(texts):
+                raise ValueError(f"`pairs` must have one entry per text ({len(texts)}), got {len(pairs)}.")
         self._tokenizer.enable_truncation(max_length=max_length)
-        if pairs is None:
-            encodings = self._tokenizer.encode_batch(list(texts))
-        else:
-            encodings = self._tokenizer.encode_batch(list(zip(texts, pairs, strict=False)))
+        try:
+            encodings = self._tokenizer.encode_batch(texts if pairs is None else list(zip(texts, pairs, strict=True)))
+        finally:
+            self._tokenizer.no_truncation()  # truncation is this call's, not the next one's
         longest = max(len(e.ids) for e in encodings)
         batch = {"input_ids": [], "token_type_ids": [], "attention_mask": []}
         for e in encodings:
@@ -73,3 +74,25 @@ class WordPieceTokenizer:
             batch["token_type_ids"].append(e.type_ids + [0] * padding)
             batch["attention_mask"].append([1] * len(e.ids) + [0] * padding)
         return {name: torch.tensor(rows, dtype=torch.long) for name, rows in batch.items()}
+
+
+def _as_strings(name: str, texts) -> list[str]:
+    """One string or a non-empty list of strings -> a list of strings; anything else is explained."""
+    if isinstance(texts, str):
+        return [texts]
+    if not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
+        raise TypeError(f"`{name}` must be a string or a list of strings, got {describe(texts)}.")
+    if not texts:
+        raise ValueError(f"`{name}` is an empty list: pass at least one string.")
+    return list(texts)
+
+
+def _one_sentence(ids) -> list[int]:
+    """A 1-D tensor or list of ids -> a list of ints (a batch must be indexed first: ``ids[0]``)."""
+    if isinstance(ids, torch.Tensor):
+        if ids.dim() != 1:
+            raise ValueError(f"`ids` must be one sentence's ids (1-D), got {describe(ids)}: pass `ids[0]`.")
+        return ids.tolist()
+    if not isinstance(ids, (list, tuple)) or not all(isinstance(i, int) for i in ids):
+        raise TypeError(f"`ids` must be a 1-D tensor or a list of ints, got {describe(ids)}.")
+    return list(ids)

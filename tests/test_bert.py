@@ -161,11 +161,11 @@ BAD_INPUTS = [
     (
         {"input_ids": torch.ones(1, 600, dtype=torch.long)},
         ValueError,
-        r"600 tokens.*max_position_embeddings=512.*Trunc",
+        r"`input_ids` has 600 tokens.*max_position_embeddings=512.*Trunc",
     ),
     ({"input_ids": torch.tensor([[5, 200]])}, ValueError, r"`input_ids` contains 200, outside the range 0..98.*=99"),
     ({"input_ids": torch.tensor([[5, -1]])}, ValueError, r"`input_ids` contains -1"),
-    ({"input_ids": torch.ones(1, 3)}, TypeError, r"`input_ids` must hold integer ids.*torch.float32"),
+    ({"input_ids": torch.ones(1, 3)}, TypeError, r"`input_ids` must hold integers \(torch.long\).*torch.float32"),
     (
         {"input_ids": torch.ones(3, dtype=torch.long)},
         ValueError,

@@ -33,15 +33,40 @@ def test_gelu_is_the_exact_erf_form():
     assert (bc.gelu(x) - F.gelu(x, approximate="tanh")).abs().max() > 1e-4
 
 
-def test_feed_forward_function_matches_module():
+def test_feed_forward_is_gelu_between_two_linear_maps():
     torch.manual_seed(0)
     block = bc.FeedForward(8, 32)
     x = torch.randn(2, 3, 8)
     w1, b1 = block.intermediate.weight.T, block.intermediate.bias
     w2, b2 = block.output.weight.T, block.output.bias
-    torch.testing.assert_close(bc.feed_forward(x, w1, b1, w2, b2), block(x))
-    with pytest.raises(ValueError, match="expected w1 \\(d_model, d_ff\\)"):
-        bc.feed_forward(x, w2, b1, w1, b2)
+    expected = bc.gelu(x @ w1 + b1) @ w2 + b2  # the formula, with the erf GELU written out
+    torch.testing.assert_close(bc.feed_forward(x, w1, b1, w2, b2), expected)
+    torch.testing.assert_close(block(x), expected)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda b, x: b(torch.randn(2, 3, 5)), r"`x` must have last dimension d_model = w1.shape\[0\] = 8"),
+        (lambda b, x: bc.feed_forward(x, *b.args[:2], b.args[0], b.args[3]), r"`w2` must have shape \(d_ff, d_model\)"),
+        (lambda b, x: bc.feed_forward(x, b.args[0], torch.zeros(8), *b.args[2:]), r"`b1` must have shape \(32,\)"),
+        (lambda b, x: bc.feed_forward(x, b.args[0], None, *b.args[2:]), r"`b1` must be a torch.Tensor, got NoneType"),
+        (lambda b, x: bc.feed_forward(x.half(), *b.args), r"`w1` has dtype torch.float32 but `x` has torch.float16"),
+    ],
+)
+def test_feed_forward_errors_name_the_argument(call, match):
+    block = bc.FeedForward(8, 32)
+    block.args = (block.intermediate.weight.T, block.intermediate.bias, block.output.weight.T, block.output.bias)
+    with pytest.raises((ValueError, TypeError), match=match):
+        call(block, torch.randn(2, 3, 8))
+
+
+def test_layer_norm_module_names_the_input_and_keeps_its_dtype():
+    with pytest.raises(ValueError, match=r"`x` must have last dimension d=8, got a tensor of shape \(2, 4\)"):
+        bc.LayerNorm(8)(torch.randn(2, 4))
+    assert bc.LayerNorm(4)(torch.randn(2, 4).half()).dtype == torch.float16
+    with pytest.raises(TypeError, match="`x` must hold floating-point numbers"):
+        bc.layer_norm(torch.ones(2, 4, dtype=torch.long), torch.ones(4), torch.zeros(4))
 
 
 def copy_into_torch_layer(ours: bc.EncoderLayer, norm_first: bool) -> nn.TransformerEncoderLayer:

@@ -51,8 +51,14 @@ def test_minus_1e9_overflows_fp16_which_is_why_we_do_not_use_it():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: bc.padding_mask(torch.tensor([1.5, 2.0])), "`lengths` must hold integer ids"),
+        (
+            lambda: bc.padding_mask(torch.tensor([1.5, 2.0])),
+            "`lengths` must hold integers \\(torch.long\\).*Lengths count tokens",
+        ),
         (lambda: bc.padding_mask(torch.tensor([[1, 2]])), "`lengths` must be 1-D"),
+        (lambda: bc.padding_mask([2.7, 1.2]), "`lengths` must be a flat list of ints"),
+        (lambda: bc.padding_mask([]), "`lengths` is empty"),
+        (lambda: bc.padding_mask([0, 0]), "`lengths` are all 0.*pass `max_len`"),
         (lambda: bc.padding_mask([-1, 2]), "`lengths` must be >= 0"),
         (lambda: bc.padding_mask([5, 2], max_len=3), "`max_len`=3 is shorter than the longest sentence"),
         (lambda: bc.causal_mask(0), "`seq_len` must be a positive int, got 0"),
