@@ -14,6 +14,7 @@ pretrained   real weights from a Hugging Face folder or the offline MiniLM packa
 tokenizer    WordPiece with [CLS]/[SEP], segments and padding (07)
 exercises    checkers that diagnose a learner's mistake
 plots, widgets  attention maps and interactive explorers
+bench        our BertModel against Hugging Face's, timed (python -m bertcourse.bench)
 """
 
 from .attention import attention_scores, qkv_projection, scaled_dot_product_attention

@@ -34,9 +34,7 @@ class BertConfig:
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"`{name}` must be a probability in [0, 1), got {getattr(self, name)!r}.")
         if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(
-                f"`pad_token_id`={self.pad_token_id} must be a token id below vocab_size={self.vocab_size}."
-            )
+            raise ValueError(f"`pad_token_id`={self.pad_token_id} must be an id below vocab_size={self.vocab_size}.")
         for name in (
             "vocab_size",
             "hidden_size",

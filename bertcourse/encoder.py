@@ -52,11 +52,11 @@ class EncoderLayer(nn.Module):
         if self.norm_first:
             attended, weights = self.attention(self.attention_norm(x), mask, need_weights)
             x = x + self.dropout(attended)  # (batch, seq, d_model)
-            x = x + self.dropout(self.feed_forward(self.output_norm(x)))
+            x = x + self.dropout(self.feed_forward(self.output_norm(x)))  # (batch, seq, d_model)
             return x, weights
         attended, weights = self.attention(x, mask, need_weights)
         x = self.attention_norm(x + self.dropout(attended))  # (batch, seq, d_model)
-        x = self.output_norm(x + self.dropout(self.feed_forward(x)))
+        x = self.output_norm(x + self.dropout(self.feed_forward(x)))  # (batch, seq, d_model)
         return x, weights
 
 

@@ -14,11 +14,14 @@ Nothing is downloaded.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 
 import torch
 
+from ._validation import describe
 from .bert import BertForPreTraining, BertModel
 from .config import BertConfig
 
@@ -114,14 +117,24 @@ def load_pretrained(path=None, *, model_class=BertModel):
 
     from .tokenizer import WordPieceTokenizer
 
-    folder = default_weights_dir() if path is None else Path(path)
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`path` must be a folder path (str or Path), got {describe(path)}.")
+    if path is not None and not str(path).strip():
+        raise ValueError("`path` is empty: pass a folder, or nothing for the offline MiniLM weights.")
+    folder = default_weights_dir() if path is None else Path(path).expanduser()
     if not folder.is_dir():
         raise FileNotFoundError(
-            f"`path` must be a folder with config.json and model.safetensors, got {str(path)!r}, which is not a folder."
+            f"`path` must be a folder with config.json, model.safetensors and vocab.txt, got {str(path)!r}, "
+            "which is not a folder. A hub name like 'bert-base-uncased' must be downloaded first "
+            "(`huggingface_hub.snapshot_download`), then pass the folder it returns."
         )
-    for required in ("config.json", "model.safetensors"):
+    for required in ("config.json", "model.safetensors", "vocab.txt"):
         if not (folder / required).is_file():
             raise FileNotFoundError(f"`path` folder {folder.name!r} has no {required}.")
-    model = model_class(BertConfig.from_json(folder / "config.json"))
+    try:
+        config = BertConfig.from_json(folder / "config.json")
+    except json.JSONDecodeError as error:
+        raise ValueError(f"config.json in {folder.name!r} is not valid JSON: {error}") from None
+    model = model_class(config)
     load_hf_state_dict(model, load_file(str(folder / "model.safetensors")))
     return model.eval(), WordPieceTokenizer.from_folder(folder)

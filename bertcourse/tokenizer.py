@@ -9,6 +9,7 @@ the model's 512 positions.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -30,10 +31,17 @@ class WordPieceTokenizer:
 
     @classmethod
     def from_folder(cls, folder) -> WordPieceTokenizer:
-        vocab = Path(folder) / "vocab.txt"
+        """The tokenizer of a Hugging Face BERT folder: its ``vocab.txt``, lowercased unless its
+        ``tokenizer_config.json`` says ``"do_lower_case": false`` (a cased model)."""
+        folder = Path(folder)
+        vocab = folder / "vocab.txt"
         if not vocab.is_file():
-            raise FileNotFoundError(f"no vocab.txt in the weights folder {Path(folder).name!r}.")
-        return cls(vocab)
+            raise FileNotFoundError(f"no vocab.txt in the weights folder {folder.name!r}.")
+        settings = folder / "tokenizer_config.json"
+        lowercase = (
+            json.loads(settings.read_text(encoding="utf-8")).get("do_lower_case", True) if settings.is_file() else True
+        )
+        return cls(vocab, lowercase=lowercase)
 
     @property
     def vocab_size(self) -> int:

@@ -54,6 +54,7 @@ def test_matches_pytorch_sdpa_bf16(masked):
     ours, _ = bc.scaled_dot_product_attention(q, k, v, mask)
     reference = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask)
     assert ours.dtype == torch.bfloat16
+    # bf16 keeps 8 bits of mantissa (~2-3 significant digits): compare with fp32 at 2e-2.
     torch.testing.assert_close(ours.float(), reference, atol=2e-2, rtol=2e-2)
 
 
@@ -107,11 +108,28 @@ def test_fully_masked_row_gives_zero_weights_and_zero_output():
     torch.testing.assert_close(weights[0, :2].sum(), torch.tensor(1.0))
 
 
-def test_dropout_on_weights_only_in_teaching_and_fast_paths():
+def test_dropout_drops_attention_on_both_paths():
     q, k, v = random_qkv(q_len=64, k_len=64)
     torch.manual_seed(0)
     _, weights = bc.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
     assert (weights == 0).float().mean() > 0.3
+    plain, _ = bc.scaled_dot_product_attention(q, k, v, need_weights=False)
+    dropped, _ = bc.scaled_dot_product_attention(q, k, v, need_weights=False, dropout_p=0.5)
+    assert (dropped - plain).abs().max() > 0.1
+    with pytest.raises(ValueError, match=r"`dropout_p` must be a probability in \[0, 1\), got -1"):
+        bc.scaled_dot_product_attention(q, k, v, dropout_p=-1)
+
+
+def test_dtypes_are_checked_before_computing():
+    q, k, v = random_qkv(q_len=2, k_len=2)
+    with pytest.raises(TypeError, match=r"`v` has dtype torch.float16 but `q` has torch.float32"):
+        bc.scaled_dot_product_attention(q, k, v.half())
+    with pytest.raises(TypeError, match=r"`q` must hold floating-point numbers.*\.float\(\)"):
+        bc.scaled_dot_product_attention(q.long(), k.long(), v.long())
+    with pytest.raises(TypeError, match=r"`w_k` has dtype torch.float64 but `x` has torch.float32"):
+        bc.qkv_projection(torch.randn(3, 4), torch.randn(4, 2), torch.randn(4, 2).double(), torch.randn(4, 2))
+    with pytest.raises(TypeError, match=r"`x` has dtype torch.float16 but the layer's weight has torch.float32"):
+        bc.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8).half())
 
 
 @pytest.mark.parametrize(

@@ -174,6 +174,9 @@ BAD_INPUTS = [
     ({"input_ids": IDS, "attention_mask": torch.ones(1, 4)}, ValueError, r"`attention_mask` must have the shape of"),
     ({"input_ids": IDS, "attention_mask": torch.full((1, 3), 2)}, ValueError, r"`attention_mask` must be boolean or"),
     ({"input_ids": IDS, "token_type_ids": torch.full((1, 3), 2)}, ValueError, r"`token_type_ids` contains 2.*=2"),
+    ({"input_ids": torch.zeros(2, 0, dtype=torch.long)}, ValueError, r"`input_ids` has 0 tokens"),
+    ({"input_ids": torch.ones(1, 3, dtype=torch.uint8)}, TypeError, r"`input_ids` must hold integers.*uint8"),
+    ({"input_ids": [[101, 102]]}, TypeError, r"`input_ids` must be a torch.Tensor, got list.*torch.tensor"),
 ]
 
 
@@ -187,3 +190,48 @@ def test_bad_input_is_explained_before_any_computation(kwargs, error, match):
 def test_config_rejects_heads_that_do_not_divide_width():
     with pytest.raises(ValueError, match=r"`d_model`=512 is not divisible by `num_heads`=12"):
         bc.BertConfig(hidden_size=512)
+
+
+@pytest.mark.parametrize(
+    "change, error, match",
+    [
+        ({"input_ids": torch.ones(1, 40, dtype=torch.long)}, ValueError, r"`input_ids` has 40 tokens.*=32"),
+        ({"input_ids": torch.tensor([[1, 99]])}, ValueError, r"`input_ids` contains 99.*vocab_size=99"),
+        ({"input_ids": torch.ones(1, 3)}, TypeError, r"`input_ids` must hold integers"),
+        ({"input_ids": torch.ones(3, dtype=torch.long)}, ValueError, r"\(batch, seq\).*unsqueeze"),
+        ({"position_embeddings": torch.zeros(4, 32).T}, ValueError, r"`position_embeddings` must have shape"),
+    ],
+)
+def test_the_embeddings_function_checks_its_input_like_the_model(change, error, match):
+    config = bc.BertConfig(**{**vars(SMALL), "max_position_embeddings": 32})
+    e = bc.BertEmbeddings(config)
+    args = {
+        "input_ids": torch.ones(1, 3, dtype=torch.long),
+        "token_type_ids": None,
+        "word_embeddings": e.word_embeddings.weight,
+        "position_embeddings": e.position_embeddings.weight,
+        "token_type_embeddings": e.token_type_embeddings.weight,
+        "ln_weight": e.layer_norm.weight,
+        "ln_bias": e.layer_norm.bias,
+    }
+    assert bc.bert_embeddings(**args).shape == (1, 3, 32)
+    with pytest.raises(error, match=match):
+        bc.bert_embeddings(**{**args, **change})
+
+
+def test_a_config_of_the_wrong_kind_is_explained():
+    with pytest.raises(TypeError, match=r"`config` must be a BertConfig, got dict.*from_dict"):
+        bc.BertModel({"hidden_size": 32})
+    with pytest.raises(TypeError, match=r"`config` must be a BertConfig, got BertModel"):
+        bc.count_parameters(bc.BertModel(SMALL))
+    with pytest.raises(ValueError, match=r"`hidden_dropout_prob` must be a probability"):
+        bc.BertConfig(hidden_dropout_prob=1.5)
+    with pytest.raises(ValueError, match=r"`pad_token_id`=200 must be an id below vocab_size=99"):
+        bc.BertConfig(**{**vars(SMALL), "pad_token_id": 200})
+
+
+def test_learned_positions_are_the_embeddings_position_table():
+    model = bc.BertModel(SMALL)
+    table = model.embeddings.position_embeddings
+    assert isinstance(table, bc.LearnedPositionEmbedding)
+    torch.testing.assert_close(table(4), table.weight[:4])

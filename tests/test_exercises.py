@@ -460,3 +460,8 @@ def test_solution_shows_the_reference_source_as_a_python_block(name):
 def test_solutions_include_the_helpers_that_hold_the_formula():
     assert "def _teaching_attention(" in solution("scaled_dot_product_attention").text
     assert "def parameter_breakdown(" in solution("count_parameters").text
+
+
+def test_swapped_arguments_are_explained():
+    with pytest.raises(ValueError, match=r'the exercise name comes first.*check\("layer_norm", my_layer_norm\)'):
+        check(lambda x, weight, bias, eps: x, "layer_norm")

@@ -33,8 +33,15 @@ def test_relative_position_is_a_fixed_rotation():
 def test_learned_positions_and_their_limit():
     positions = bc.LearnedPositionEmbedding(8, 4)
     assert positions(5).shape == (5, 4)
-    with pytest.raises(ValueError, match=r"9 tokens.*max_position_embeddings=8.*sliding window"):
+    torch.testing.assert_close(positions(torch.tensor([[0, 2]])), positions.weight[[0, 2]][None])
+    with pytest.raises(ValueError, match=r"`seq_len` has 9 tokens.*max_position_embeddings=8.*sliding window"):
         positions(9)
+    with pytest.raises(ValueError, match=r"`positions` has 9 tokens"):
+        positions(torch.tensor([0, 8]))
+    with pytest.raises(ValueError, match=r"`seq_len` must be a positive int, got -1"):
+        positions(-1)
+    with pytest.raises(TypeError, match=r"`seq_len` must be a positive int, got float 2.5"):
+        positions(2.5)
 
 
 def test_bad_sizes_are_rejected():

@@ -63,9 +63,20 @@ def test_load_pretrained_from_a_hugging_face_folder(tmp_path):
 
 
 def test_missing_folder_and_files_are_explained(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"`path` must be a folder with config.json and model.safetensors"):
+    with pytest.raises(FileNotFoundError, match=r"`path` must be a folder with config.json.*snapshot_download"):
         bc.load_pretrained(tmp_path / "nope")
     with pytest.raises(FileNotFoundError, match=r"has no config.json"):
+        bc.load_pretrained(tmp_path)
+    with pytest.raises(TypeError, match=r"`path` must be a folder path \(str or Path\), got int 5"):
+        bc.load_pretrained(5)
+    with pytest.raises(ValueError, match=r"`path` is empty"):
+        bc.load_pretrained("")
+    for name in ("config.json", "model.safetensors"):
+        (tmp_path / name).write_text("{")
+    with pytest.raises(FileNotFoundError, match=r"has no vocab.txt"):  # found before any weight is read
+        bc.load_pretrained(tmp_path)
+    (tmp_path / "vocab.txt").write_text("[PAD]")
+    with pytest.raises(ValueError, match=r"config.json in .* is not valid JSON"):
         bc.load_pretrained(tmp_path)
 
 
@@ -78,3 +89,28 @@ def test_tokenizer_matches_hugging_face():
     for key in ("input_ids", "token_type_ids", "attention_mask"):
         assert torch.equal(ours[key], theirs[key]), key
     assert tok("word " * 600)["input_ids"].shape == (1, 512)  # truncated to the position table
+
+
+def test_tokenizer_state_does_not_leak_between_calls_and_bad_input_is_explained():
+    _, tok = bc.load_pretrained()
+    assert tok("the quick brown fox", max_length=4)["input_ids"].shape == (1, 4)
+    assert tok.tokenize("the quick brown fox") == ["[CLS]", "the", "quick", "brown", "fox", "[SEP]"]
+    assert tok("the quick brown fox")["input_ids"].shape == (1, 6)
+    cases = [
+        (lambda: tok([]), ValueError, "`texts` is an empty list"),
+        (lambda: tok("a", pairs=5), TypeError, "`pairs` must be a string or a list of strings, got int 5"),
+        (lambda: tok("a", max_length=2), ValueError, r"`max_length` must be an int above 2"),
+        (lambda: tok("a", "b", max_length=3), ValueError, r"`max_length` must be an int above 3"),
+        (lambda: tok(["a", "b"], ["c"]), ValueError, r"`pairs` must have one entry per text \(2\), got 1"),
+        (lambda: tok.convert_ids_to_tokens(tok("a b")["input_ids"]), ValueError, r"pass `ids\[0\]`"),
+    ]
+    for call, error, match in cases:
+        with pytest.raises(error, match=match):
+            call()
+
+
+def test_a_cased_checkpoint_is_not_lowercased(tmp_path):
+    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "Hello", "hello"]))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
+    tok = bc.WordPieceTokenizer.from_folder(tmp_path)
+    assert tok.tokenize("Hello") == ["[CLS]", "Hello", "[SEP]"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import torch
+import torch.nn.functional as F
 
 from ..bert import bert_embeddings
 from ..config import BertConfig
@@ -41,12 +42,12 @@ def _embedding_cases(g):
             ),
         ),
         Case(
-            "batch of 3, 4 tokens, odd width 6, three segment types",
+            "batch of 3, 4 tokens, odd width 6, three segment types, eps 0.5 (so where eps goes shows)",
             (
                 torch.randint(0, 20, (3, 4), generator=g),
                 torch.randint(0, 3, (3, 4), generator=g),
                 *_embedding_tables(g, 6, segments=3),
-                1e-12,
+                0.5,
             ),
         ),
     ]
@@ -88,6 +89,12 @@ def _embeddings_positions_from_1(input_ids, token_type_ids, word, position, toke
     return layer_norm(summed, ln_weight, ln_bias, eps)
 
 
+def _embeddings_default_eps(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps):
+    seq_len = input_ids.shape[1]
+    summed = word[input_ids] + position[:seq_len] + token_type[token_type_ids]
+    return F.layer_norm(summed, summed.shape[-1:], ln_weight, ln_bias)  # PyTorch's default eps, 1e-5
+
+
 BERT_EMBEDDINGS = Exercise(
     name="bert_embeddings",
     reference=bert_embeddings,
@@ -123,6 +130,11 @@ BERT_EMBEDDINGS = Exercise(
             "learned positions starting at 1",
             "the first token has position 0: use rows 0 ... seq - 1 of `position_embeddings`.",
             _embeddings_positions_from_1,
+        ),
+        Mistake(
+            "PyTorch's default LayerNorm eps",
+            "pass `eps` on to the LayerNorm: BERT uses 1e-12, `F.layer_norm` and `nn.LayerNorm` default to 1e-5.",
+            _embeddings_default_eps,
         ),
     ),
 )

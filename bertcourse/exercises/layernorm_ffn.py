@@ -93,9 +93,8 @@ LAYER_NORM = Exercise(
 
 
 def _ffn_cases(g):
-    grid = torch.linspace(-4.0, 4.0, 17, dtype=torch.float32)[
-        None, :
-    ]  # (1, 17): GELU's tanh approximation is off by 5e-4 near 2.7
+    # GELU's tanh approximation is off by 5e-4 near 2.7: a grid over -4 ... 4 shows it
+    grid = torch.linspace(-4.0, 4.0, 17, dtype=torch.float32)[None, :]  # (1, 17)
     identity = torch.eye(17, dtype=torch.float32)
     return [
         Case("one sentence of 5 tokens, d_model 6, d_ff 24", (_randn(g, 5, 6), *_ffn_params(g, 6, 24))),
@@ -149,7 +148,8 @@ FEED_FORWARD = Exercise(
         ),
         Mistake(
             "the tanh approximation of GELU",
-            "BERT's GELU is the exact one, x·Φ(x) with erf: `F.gelu(h)`, without `approximate='tanh'`.",
+            "this course matches Hugging Face's BERT, whose GELU is the exact one, x·Φ(x) with erf: "
+            "`F.gelu(h)`, without `approximate='tanh'`.",
             _ffn_tanh_gelu,
         ),
         Mistake(

@@ -72,7 +72,9 @@ def prompt(name: str) -> Listing:
 
 
 def _lookup(name) -> Exercise:
-    if name not in EXERCISES:
+    if callable(name):
+        raise ValueError('the exercise name comes first, then your function: check("layer_norm", my_layer_norm).')
+    if not isinstance(name, str) or name not in EXERCISES:
         known = ", ".join(EXERCISES)
         raise ValueError(f"unknown exercise {name!r}; the known exercises are: {known}.")
     return EXERCISES[name]
