@@ -34,6 +34,10 @@ import torch
 from matplotlib.collections import LineCollection
 
 HEAD_VIEW_COLOR = (0.12, 0.47, 0.71)  # matplotlib's default blue, as RGB
+HEADS_GRID_MAX_WIDTH = 10.0  # inches: JupyterLab and Colab show a figure this wide without shrinking it
+HEADS_GRID_MARGIN = 1.8  # inches of a heads grid's width that are not panels: token labels, colourbar
+HEADS_GRID_LABEL_SIZE = 8.0  # points: the token labels of a heads grid
+HEADS_GRID_MIN_LABEL_SIZE = 5.0  # points: a long sentence's labels shrink to this, then some are left out
 
 
 def plot_attention(
@@ -138,7 +142,11 @@ def plot_position_encoding(table, ax=None, title=None):
 def plot_heads_grid(layer_weights, tokens, title=None):
     """Every head of one layer side by side: layer_weights (heads, seq, seq). Returns the Figure.
 
-    All panels share one colour scale (0 to the largest weight), so heads compare fairly.
+    All panels share one colour scale (0 to the largest weight), so heads compare fairly;
+    its colourbar stands right of the last column. Four heads to a row, and never wider
+    than ``HEADS_GRID_MAX_WIDTH`` inches, so a notebook shows it at full size and the
+    token labels stay readable: ``HEADS_GRID_LABEL_SIZE`` points, smaller for a long
+    sentence, and for a very long one only every second (third, ...) token is labelled.
     """
     weights = as_array("layer_weights", layer_weights, ndim=3, shape_doc="(heads, seq, seq)")
     num_heads, q_len, k_len = weights.shape
@@ -146,25 +154,36 @@ def plot_heads_grid(layer_weights, tokens, title=None):
         raise ValueError("`layer_weights` must hold at least one head, got shape (0, ...).")
     if q_len != k_len:
         raise ValueError(f"`layer_weights` must be self-attention maps (heads, seq, seq), got shape {weights.shape}.")
+    if q_len == 0:
+        raise ValueError(f"`layer_weights` must hold at least one token, got shape {weights.shape}.")
     tokens = as_token_list("tokens", tokens)
     require_length("tokens", tokens, q_len, "the sequence length of `layer_weights`")
     columns = min(num_heads, 4)
     rows = math.ceil(num_heads / columns)
-    panel = min(1.2 + 0.2 * q_len, 3.5)  # inches per head
+    room_for_panels = HEADS_GRID_MAX_WIDTH - HEADS_GRID_MARGIN
+    panel = min(1.2 + 0.2 * q_len, room_for_panels / columns)  # inches per head, square
+    row_height = panel * 72 / q_len  # points (72 to the inch) between two token labels
+    label_size = max(HEADS_GRID_MIN_LABEL_SIZE, min(HEADS_GRID_LABEL_SIZE, 0.8 * row_height))
+    label_step = math.ceil(label_size / row_height)  # label every token, or every second, ...: no overlap
+    ticks, tick_labels = range(0, q_len, label_step), tokens[::label_step]
     figure, axes = plt.subplots(
-        rows, columns, figsize=(columns * panel + 1.0, rows * panel), squeeze=False, layout="constrained"
+        rows,
+        columns,
+        figsize=(columns * panel + HEADS_GRID_MARGIN, rows * (panel + 0.35) + 1.2),
+        squeeze=False,
+        layout="constrained",
     )
     vmax = float(weights.max()) or 1.0
     for head, ax in enumerate(axes.flat):
         if head >= num_heads:
             ax.axis("off")
             continue
-        image = ax.imshow(weights[head], cmap="viridis", vmin=0.0, vmax=vmax, interpolation="nearest")
-        ax.set_title(f"head {head}")
+        image = ax.imshow(weights[head], cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto", interpolation="nearest")
+        ax.set_title(f"head {head}", fontsize=9)
         has_no_head_below = head + columns >= num_heads
-        ax.set_xticks(range(k_len), tokens if has_no_head_below else [], rotation=90, fontsize=7)
-        ax.set_yticks(range(q_len), tokens if head % columns == 0 else [], fontsize=7)
-    figure.colorbar(image, ax=axes, label="attention weight", shrink=0.6)
+        ax.set_xticks(ticks, tick_labels if has_no_head_below else [], rotation=90, fontsize=label_size)
+        ax.set_yticks(ticks, tick_labels if head % columns == 0 else [], fontsize=label_size)
+    figure.colorbar(image, ax=axes, label="attention weight", shrink=0.9 if rows == 1 else 0.6, aspect=30, pad=0.02)
     figure.supxlabel("key (attended to)")
     figure.supylabel("query (attending)")
     if title is not None:

@@ -32,7 +32,9 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from IPython.display import display
+from matplotlib import patheffects
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import LogLocator
 
 from ._validation import require_positive_int
 from .attention import attention_scores, qkv_projection, scaled_dot_product_attention
@@ -42,6 +44,11 @@ from .positional import sinusoidal_position_encoding
 
 DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 WIDE = {"description_width": "initial"}  # room for descriptions longer than a word
+
+
+def checkbox(value: bool, description: str) -> widgets.Checkbox:
+    """A checkbox only as wide as its label, so it does not push the next control in its row to the far right."""
+    return widgets.Checkbox(value=value, description=description, indent=False, layout=widgets.Layout(width="auto"))
 
 
 class _Explorer:
@@ -86,7 +93,7 @@ class ScalingExplorer(_Explorer):
             raise ValueError(f"`d_k` must be one of {self.D_K_CHOICES}, got {d_k!r}.")
         self.num_keys = num_keys
         self.d_k = widgets.SelectionSlider(options=list(self.D_K_CHOICES), value=d_k, description="d_k")
-        self.scaled = widgets.Checkbox(value=scaled, description="divide scores by √d_k", indent=False)
+        self.scaled = checkbox(scaled, "divide scores by √d_k")
         self.seed = widgets.IntSlider(value=seed, min=0, max=99, description="seed")
         controls = {"d_k": self.d_k, "scaled": self.scaled, "seed": self.seed}
         self._assemble(controls, [widgets.HBox([self.d_k, self.scaled, self.seed])])
@@ -105,13 +112,14 @@ class ScalingExplorer(_Explorer):
         max_entropy = math.log(self.num_keys)
         how = r"scores / $\sqrt{d_k}$" if scaled else "unscaled scores"
         title = (
-            f"d_k = {d_k}, {how}: entropy {entropy:.2f} of at most {max_entropy:.2f} nats, "
+            f"$d_k$ = {d_k}, {how}: entropy {entropy:.2f} of at most {max_entropy:.2f} nats, "
             f"gradient norm {grad_norm:.3f}"
         )
         figure, (ax_scores, ax_weights) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
         keys = range(self.num_keys)
         ax_scores.bar(keys, scores.numpy(), color="tab:gray")
-        ax_scores.set_title(f"scores q.k (std {float(scores.std()):.2f})")
+        score_formula = r"$q \cdot k / \sqrt{d_k}$" if scaled else r"$q \cdot k$"
+        ax_scores.set_title(f"scores {score_formula} (std {float(scores.std()):.2f})")
         ax_scores.set_xlabel("key")
         ax_scores.set_ylabel("score")
         ax_weights.bar(keys, weights.numpy(), color="tab:blue")
@@ -165,8 +173,8 @@ class MaskingExplorer(_Explorer):
             widgets.IntSlider(value=n, min=1, max=max_len, description=f"sentence {i + 1} length", style=WIDE)
             for i, n in enumerate(lengths)
         ]
-        self.padding = widgets.Checkbox(value=padding, description="padding mask", indent=False)
-        self.causal = widgets.Checkbox(value=causal, description="causal mask", indent=False)
+        self.padding = checkbox(padding, "padding mask")
+        self.causal = checkbox(causal, "causal mask")
         options = [(f"sentence {i + 1}", i) for i in range(len(self.words))]
         self.sentence = widgets.Dropdown(options=options, value=sentence, description="show")
         controls = {f"length_{i}": slider for i, slider in enumerate(self.lengths)}
@@ -246,8 +254,8 @@ class PositionalEncodingExplorer(_Explorer):
         grid = figure.add_gridspec(2, 2, width_ratios=(1.2, 1))
         ax_table = figure.add_subplot(grid[:, 0])
         plot_position_encoding(self.table, ax=ax_table, title="sinusoidal position encoding")
-        ax_table.add_patch(Rectangle((-0.5, position - 0.5), d_model, 1, fill=False, edgecolor="black", lw=1.5))
-        ax_table.add_patch(Rectangle((dimension - 0.5, -0.5), 1, max_len, fill=False, edgecolor="black", lw=1.5))
+        ax_table.add_patch(highlight((-0.5, position - 0.5), d_model, 1))  # the position's row
+        ax_table.add_patch(highlight((dimension - 0.5, -0.5), 1, max_len))  # the dimension's column
         ax_wave = figure.add_subplot(grid[0, 1])
         ax_wave.plot(range(max_len), column.numpy(), color="tab:purple")
         ax_wave.plot([position], [value], "o", color="black")
@@ -272,6 +280,12 @@ class PositionalEncodingExplorer(_Explorer):
             "title": title,
             "figure": figure,
         }
+
+
+def highlight(corner: tuple[float, float], width: float, height: float) -> Rectangle:
+    """A lime frame with a black edge: it stands out on red, blue and white alike."""
+    edge = [patheffects.Stroke(linewidth=4.5, foreground="black"), patheffects.Normal()]
+    return Rectangle(corner, width, height, fill=False, edgecolor="lime", lw=2.5, path_effects=edge)
 
 
 def gradient_norms_per_layer(
@@ -336,8 +350,8 @@ class ResidualExplorer(_Explorer):
         self.depth = widgets.IntSlider(
             value=depth, min=2, max=self.MAX_DEPTH, description="layers", continuous_update=False
         )
-        self.residual = widgets.Checkbox(value=residual, description="residual connections", indent=False)
-        self.layer_norm = widgets.Checkbox(value=layer_norm, description="LayerNorm after every layer", indent=False)
+        self.residual = checkbox(residual, "residual connections")
+        self.layer_norm = checkbox(layer_norm, "LayerNorm after every layer")
         controls = {"depth": self.depth, "residual": self.residual, "layer_norm": self.layer_norm}
         self._assemble(controls, [widgets.HBox([self.depth, self.residual, self.layer_norm])])
 
@@ -348,10 +362,10 @@ class ResidualExplorer(_Explorer):
         if layer_norm:
             block = f"LN({block})"
         title = f"{depth} layers of h = {block}: layer 1 / layer {depth} = {ratio:.3g}"
-        figure, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+        figure, ax = plt.subplots(figsize=(8, 4.6), layout="constrained")
         ax.semilogy(range(1, depth + 1), norms.numpy(), marker="o", color="tab:green" if residual else "tab:red")
-        lowest, highest = float(norms.min()), float(norms.max())
-        ax.set_ylim(min(self.MIN_Y_RANGE[0], lowest / 3), max(self.MIN_Y_RANGE[1], highest * 3))
+        ax.set_ylim(*self.y_limits(norms))
+        ax.yaxis.set_major_locator(LogLocator(base=10, numticks=100))  # a labelled tick at every decade
         ax.set_xlabel("layer (1 = nearest the input)")
         ax.set_ylabel("gradient norm of the layer's weight")
         ax.grid(alpha=0.3, which="major")
@@ -365,6 +379,16 @@ class ResidualExplorer(_Explorer):
             "title": title,
             "figure": figure,
         }
+
+    @classmethod
+    def y_limits(cls, norms: torch.Tensor) -> tuple[float, float]:
+        """Whole decades around the norms, and at least ``MIN_Y_RANGE``: every point lies between labelled ticks.
+
+        A factor of 2 of room on each side keeps a point's marker off the frame.
+        """
+        lowest = min(cls.MIN_Y_RANGE[0], float(norms.min()) / 2)
+        highest = max(cls.MIN_Y_RANGE[1], float(norms.max()) * 2)
+        return 10.0 ** math.floor(math.log10(lowest)), 10.0 ** math.ceil(math.log10(highest))
 
 
 class AttentionExplorer(_Explorer):

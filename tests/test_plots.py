@@ -211,6 +211,43 @@ def test_heads_grid_draws_every_head_with_its_own_map():
     assert figure.get_suptitle() == "layer 1"
 
 
+def head_panels(figure):
+    return [ax for ax in figure.axes if ax.get_title().startswith("head")]
+
+
+@pytest.mark.parametrize(("num_heads", "seq_len"), [(12, 13), (12, 5), (4, 13), (2, 5)])
+def test_heads_grid_fits_a_notebook_with_token_labels_of_8_points(num_heads, seq_len):
+    tokens = [f"token{i}" for i in range(seq_len)]
+    figure = plot_heads_grid(random_attention(num_heads, seq_len, seq_len), tokens)
+    assert figure.get_size_inches()[0] <= 10.0  # a notebook shows it at full size, not shrunk
+    heads = head_panels(figure)
+    assert {label.get_fontsize() for label in heads[0].get_yticklabels()} == {8.0}
+    assert {label.get_fontsize() for label in heads[-1].get_xticklabels()} == {8.0}
+
+
+@pytest.mark.parametrize(("seq_len", "step"), [(20, 1), (40, 2), (80, 3)])
+def test_heads_grid_labels_of_a_long_sentence_shrink_then_thin_out_but_never_overlap(seq_len, step):
+    tokens = [f"t{i}" for i in range(seq_len)]
+    figure = plot_heads_grid(random_attention(12, seq_len, seq_len), tokens)
+    figure.canvas.draw()
+    first = head_panels(figure)[0]
+    labels = first.get_yticklabels()
+    assert [label.get_text() for label in labels] == tokens[::step]
+    (size,) = {label.get_fontsize() for label in labels}
+    assert 5.0 <= size <= 8.0
+    label_spacing_points = first.get_window_extent().height / seq_len * step * 72 / figure.dpi
+    assert size < label_spacing_points
+
+
+def test_heads_grid_colorbar_stands_next_to_the_last_column():
+    figure = plot_heads_grid(random_attention(12, 13, 13), [f"token{i}" for i in range(13)])
+    figure.canvas.draw()
+    (colorbar,) = [ax for ax in figure.axes if ax.get_ylabel() == "attention weight"]
+    last_column_right = max(ax.get_position().x1 for ax in head_panels(figure))
+    gap_inches = (colorbar.get_position().x0 - last_column_right) * figure.get_size_inches()[0]
+    assert 0 < gap_inches < 0.3
+
+
 def test_heads_grid_rejects_a_single_map_naming_layer_weights():
     with pytest.raises(ValueError, match=r"`layer_weights` must be 3-D \(heads, seq, seq\), got shape \(5, 5\)"):
         plot_heads_grid(random_attention(5, 5), TOKENS)
@@ -224,3 +261,8 @@ def test_heads_grid_rejects_tokens_of_the_wrong_length():
 def test_heads_grid_rejects_rectangular_maps():
     with pytest.raises(ValueError, match=r"`layer_weights` must be self-attention maps"):
         plot_heads_grid(random_attention(2, 3, 5), TOKENS)
+
+
+def test_heads_grid_rejects_maps_of_no_tokens():
+    with pytest.raises(ValueError, match=r"`layer_weights` must hold at least one token, got shape \(2, 0, 0\)"):
+        plot_heads_grid(torch.zeros(2, 0, 0), [])

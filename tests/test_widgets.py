@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
+from ipywidgets import Checkbox
+from matplotlib import patheffects
 from matplotlib.collections import LineCollection
 from torch.testing import assert_close
 
@@ -80,9 +82,11 @@ def test_scaling_explorer_draws_one_softmax_row_with_its_entropy_and_gradient():
     jacobian = torch.autograd.functional.jacobian(lambda s: torch.softmax(s, dim=-1), drawn["scores"])
     assert drawn["grad_norm"] == pytest.approx(float(jacobian.norm()), abs=1e-6)
     assert drawn["max_entropy"] == pytest.approx(math.log(16))
-    assert drawn["title"].startswith("d_k = 64, scores / $\\sqrt{d_k}$: entropy ")
+    assert drawn["title"].startswith("$d_k$ = 64, scores / $\\sqrt{d_k}$: entropy ")  # mathtext throughout
     assert f"gradient norm {drawn['grad_norm']:.3f}" in drawn["title"]
     assert drawn["figure"].get_suptitle() == drawn["title"]
+    ax_scores = drawn["figure"].axes[0]
+    assert ax_scores.get_title() == f"scores $q \\cdot k / \\sqrt{{d_k}}$ (std {drawn['score_std']:.2f})"
 
 
 def test_scaling_explorer_d_k_slider_runs_from_2_to_1024_and_redraws():
@@ -91,7 +95,8 @@ def test_scaling_explorer_d_k_slider_runs_from_2_to_1024_and_redraws():
     explorer.scaled.value = False
     std_64 = explorer.drawn["score_std"]
     explorer.d_k.value = 1024
-    assert explorer.drawn["title"].startswith("d_k = 1024, unscaled scores")
+    assert explorer.drawn["title"].startswith("$d_k$ = 1024, unscaled scores")
+    assert explorer.drawn["figure"].axes[0].get_title().startswith("scores $q \\cdot k$ (std ")
     assert explorer.drawn["score_std"] > 2 * std_64  # unscaled scores spread like sqrt(d_k)
 
 
@@ -218,8 +223,13 @@ def test_positional_explorer_highlights_the_row_and_column_of_the_table():
     assert drawn["title"] == f"position 10, dimension 4 (sin, wavelength 11.2): value {float(table[10, 4]):.3f}"
     axes = {ax.get_title(): ax for ax in drawn["figure"].axes}
     np.testing.assert_allclose(axes["sinusoidal position encoding"].images[0].get_array(), table.numpy())
-    highlights = [(p.get_xy(), p.get_width(), p.get_height()) for p in axes["sinusoidal position encoding"].patches]
+    patches = axes["sinusoidal position encoding"].patches
+    highlights = [(p.get_xy(), p.get_width(), p.get_height()) for p in patches]
     assert highlights == [((-0.5, 9.5), 64, 1), ((3.5, -0.5), 1, 50)]
+    for patch in patches:  # lime on a black edge: visible on red, blue and white stripes alike
+        assert matplotlib.colors.to_hex(patch.get_edgecolor()) == "#00ff00"
+        assert patch.get_linewidth() >= 2.5
+        assert [type(effect) for effect in patch.get_path_effects()] == [patheffects.Stroke, patheffects.Normal]
     wave_line = axes["dimension 4 across positions (sin)"].lines[0]
     np.testing.assert_allclose(wave_line.get_ydata(), table[:, 4].numpy())
     vector_line = axes["position 10: its vector"].lines[0]
@@ -302,6 +312,33 @@ def test_residual_explorer_draws_exactly_the_measured_norms_on_a_log_scale():
     np.testing.assert_array_equal(line.get_ydata(), drawn["matrix"].numpy())
     low, high = ax.get_ylim()
     assert low <= float(drawn["matrix"].min()) and high >= float(drawn["matrix"].max())
+    assert (low, high) == (1e-8, 1e2)  # whole decades: the lowest norm, 4.2e-08, lies above 1e-8
+
+
+def labelled_decades(ax):
+    """The exponents of the labelled y ticks inside the axis limits, e.g. [-6, -5, ..., 2]."""
+    ax.figure.canvas.draw()
+    low, high = ax.get_ylim()
+    ticks = zip(ax.get_yticks(), ax.get_yticklabels(), strict=True)
+    return [round(math.log10(tick)) for tick, label in ticks if low <= tick <= high and label.get_text()]
+
+
+@pytest.mark.parametrize(
+    ("depth", "residual", "layer_norm", "decades"),
+    [(30, False, False, (-8, 2)), (30, True, False, (-6, 2)), (60, False, False, (-16, 2)), (60, False, True, (-6, 2))],
+)
+def test_residual_explorer_y_axis_runs_over_whole_decades_each_one_labelled(depth, residual, layer_norm, decades):
+    explorer = ResidualExplorer(depth=depth, residual=residual, layer_norm=layer_norm)
+    ax, _ = plotted_line(explorer.drawn)
+    low, high = decades
+    assert ax.get_ylim() == (10.0**low, 10.0**high)
+    assert labelled_decades(ax) == list(range(low, high + 1))  # no unlabelled band at either end
+
+
+def test_residual_explorer_y_limits_leave_room_around_the_points():
+    assert ResidualExplorer.y_limits(torch.tensor([3e-3, 0.5])) == (1e-6, 1e2)  # at least MIN_Y_RANGE
+    assert ResidualExplorer.y_limits(torch.tensor([1.5e-9, 70.0])) == (1e-10, 1e3)  # a factor of 2 of room
+    assert ResidualExplorer.y_limits(torch.tensor([3e-9, 40.0], dtype=torch.float64)) == (1e-9, 1e2)
 
 
 def test_residual_explorer_depth_slider_sets_the_number_of_layers_drawn():
@@ -485,6 +522,22 @@ def widget_leaves(box):
     for child in box.children:
         leaves.extend(widget_leaves(child) if hasattr(child, "children") else [child])
     return leaves
+
+
+def test_checkboxes_are_only_as_wide_as_their_labels(pretrained):
+    explorers = [ScalingExplorer(), MaskingExplorer(), ResidualExplorer(depth=2)]
+    checkboxes = [
+        leaf for explorer in explorers for leaf in widget_leaves(explorer.widget) if isinstance(leaf, Checkbox)
+    ]
+    assert [box.description for box in checkboxes] == [
+        "divide scores by √d_k",
+        "padding mask",
+        "causal mask",
+        "residual connections",
+        "LayerNorm after every layer",
+    ]
+    for box in checkboxes:  # a stretched checkbox would push the next control in its row to the far right
+        assert (box.layout.width, box.indent) == ("auto", False)
 
 
 def test_each_explorer_shows_its_widget_as_the_last_expression_of_a_cell(pretrained, ipython_shell):
