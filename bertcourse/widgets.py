@@ -91,6 +91,7 @@ class ScalingExplorer(_Explorer):
         require_positive_int("num_keys", num_keys)
         if d_k not in self.D_K_CHOICES:
             raise ValueError(f"`d_k` must be one of {self.D_K_CHOICES}, got {d_k!r}.")
+        _require_in_range("seed", seed, 0, 99)
         self.num_keys = num_keys
         self.d_k = widgets.SelectionSlider(options=list(self.D_K_CHOICES), value=d_k, description="d_k")
         self.scaled = checkbox(scaled, "divide scores by √d_k")
@@ -162,8 +163,13 @@ class MaskingExplorer(_Explorer):
     def __init__(self, lengths=(6, 4, 2), padding: bool = True, causal: bool = False, sentence: int = 1, seed=0):
         self.words = [text.split() for text in self.SENTENCES]
         max_len = min(len(words) for words in self.words)
-        if len(lengths) != len(self.words) or not all(1 <= n <= max_len for n in lengths):
+        if (
+            not isinstance(lengths, (list, tuple))
+            or len(lengths) != len(self.words)
+            or not all(isinstance(n, int) and 1 <= n <= max_len for n in lengths)
+        ):
             raise ValueError(f"`lengths` must be {len(self.words)} ints from 1 to {max_len}, got {lengths!r}.")
+        _require_in_range("sentence", sentence, 0, len(self.words) - 1)
         d_model = 8
         generator = torch.Generator().manual_seed(seed)
         self._vectors = torch.randn(len(self.words), max_len, d_model, generator=generator)  # (batch, max, d)
@@ -236,6 +242,8 @@ class PositionalEncodingExplorer(_Explorer):
 
     def __init__(self, max_len: int = 50, d_model: int = 64, position: int = 10, dimension: int = 4):
         self.table = sinusoidal_position_encoding(max_len, d_model)  # (max_len, d_model)
+        _require_in_range("position", position, 0, max_len - 1)
+        _require_in_range("dimension", dimension, 0, d_model - 1)
         self.position = widgets.IntSlider(value=position, min=0, max=max_len - 1, description="position")
         self.dimension = widgets.IntSlider(value=dimension, min=0, max=d_model - 1, description="dimension")
         controls = {"position": self.position, "dimension": self.dimension}
@@ -420,11 +428,18 @@ class AttentionExplorer(_Explorer):
     ):
         if view not in self.VIEWS:
             raise ValueError(f"`view` must be one of {self.VIEWS}, got {view!r}.")
+        if getattr(model, "training", False):
+            raise ValueError(
+                "`model` is in training mode, so dropout would randomise every map: call `model.eval()` first "
+                "(`load_pretrained()` returns it in eval mode)."
+            )
         self.model = model
         self.tokenizer = tokenizer
         self._cache: dict[str, tuple[list[str], list[torch.Tensor]]] = {}
         _, attentions = self.attentions_for(text)
         num_layers, num_heads = len(attentions), attentions[0].shape[0]
+        _require_in_range("layer", layer, 0, num_layers - 1)
+        _require_in_range("head", head, 0, num_heads - 1)
         self.text = widgets.Text(
             value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
         )
@@ -455,6 +470,11 @@ class AttentionExplorer(_Explorer):
                     attention_mask=batch["attention_mask"].to(device),
                     token_type_ids=batch["token_type_ids"].to(device),
                     output_attentions=True,
+                )
+            if not out.attentions or out.attentions[0] is None:
+                raise ValueError(
+                    "`model` returned no attention maps. A Hugging Face model must be loaded with "
+                    'attn_implementation="eager" to return them.'
                 )
             tokens = self.tokenizer.convert_ids_to_tokens(batch["input_ids"][0])
             attentions = [layer_maps[0].detach().cpu().float() for layer_maps in out.attentions]  # (heads, seq, seq)
@@ -490,3 +510,9 @@ class AttentionExplorer(_Explorer):
             "title": title,
             "figure": figure,
         }
+
+
+def _require_in_range(name: str, value, low: int, high: int) -> None:
+    """An initial control value the slider could not show is an error, not a silent clamp."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"`{name}` must be an int from {low} to {high}, got {value!r}.")

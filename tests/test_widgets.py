@@ -570,3 +570,38 @@ def test_redrawing_closes_every_figure(attention_explorer):
     attention_explorer.view.value = "head view"
     attention_explorer.view.value = "all heads"
     assert plt.get_fignums() == []
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda m, t: AttentionExplorer(m, t, layer=10), r"`layer` must be an int from 0 to 5, got 10"),
+        (lambda m, t: AttentionExplorer(m, t, head=-1), r"`head` must be an int from 0 to 11, got -1"),
+        (lambda m, t: PositionalEncodingExplorer(position=100), r"`position` must be an int from 0 to 49, got 100"),
+        (lambda m, t: PositionalEncodingExplorer(dimension=-3), r"`dimension` must be an int from 0 to 63"),
+        (lambda m, t: ScalingExplorer(seed=500), r"`seed` must be an int from 0 to 99, got 500"),
+        (lambda m, t: MaskingExplorer(lengths=3), r"`lengths` must be 3 ints"),
+        (lambda m, t: MaskingExplorer(sentence=5), r"`sentence` must be an int from 0 to 2, got 5"),
+    ],
+)
+def test_initial_values_outside_a_control_are_errors_not_silent_clamps(pretrained, make, match):
+    model, tokenizer = pretrained
+    with pytest.raises(ValueError, match=match):
+        make(model, tokenizer)
+
+
+def test_attention_explorer_refuses_models_that_cannot_give_faithful_maps(pretrained):
+    model, tokenizer = pretrained
+    with pytest.raises(ValueError, match=r"training mode.*model.eval\(\)"):
+        AttentionExplorer(bc.BertModel(model.config), tokenizer)
+
+    class NoMaps(torch.nn.Module):  # like a Hugging Face model under its default sdpa attention
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, **inputs):
+            return type("Out", (), {"attentions": ()})()
+
+    with pytest.raises(ValueError, match=r"returned no attention maps.*eager"):
+        AttentionExplorer(NoMaps().eval(), tokenizer)
