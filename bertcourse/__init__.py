@@ -18,11 +18,13 @@ bench        our BertModel against Hugging Face's, timed (python -m bertcourse.b
 """
 
 from .attention import attention_scores, qkv_projection, scaled_dot_product_attention
-from .bert import BertEmbeddings, BertForPreTraining, BertModel, BertOutput, bert_embeddings, init_bert_weights
+from .bert import BertModel, BertModelOutput, init_bert_weights
 from .config import BertConfig
 from .counting import count_parameters, parameter_breakdown
+from .embeddings import BertEmbeddings, bert_embeddings
 from .encoder import Encoder, EncoderLayer
 from .feedforward import FeedForward, feed_forward, gelu
+from .heads import BertForPreTraining
 from .layernorm import LayerNorm, layer_norm
 from .masks import (
     as_bool_mask,
@@ -46,7 +48,7 @@ __all__ = [
     "BertEmbeddings",
     "BertForPreTraining",
     "BertModel",
-    "BertOutput",
+    "BertModelOutput",
     "Encoder",
     "EncoderLayer",
     "FeedForward",

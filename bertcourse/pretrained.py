@@ -22,8 +22,9 @@ from pathlib import Path
 import torch
 
 from ._validation import describe
-from .bert import BertForPreTraining, BertModel
+from .bert import BertModel
 from .config import BertConfig
+from .heads import BertForPreTraining
 
 # (Hugging Face pattern, our name); applied in order, first match wins.
 _RENAMES = [

@@ -21,7 +21,6 @@ from torch.testing import assert_close
 
 import bertcourse as bc
 from bertcourse.widgets import (
-    DEFAULT_TEXT,
     AttentionExplorer,
     MaskingExplorer,
     PositionalEncodingExplorer,
@@ -29,6 +28,7 @@ from bertcourse.widgets import (
     ScalingExplorer,
     gradient_norms_per_layer,
 )
+from bertcourse.widgets._base import DEFAULT_TEXT
 
 matplotlib.use("Agg")
 

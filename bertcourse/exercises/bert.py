@@ -12,7 +12,7 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 
-from ..bert import bert_embeddings
+from ..embeddings import bert_embeddings
 from ..config import BertConfig
 from ..counting import count_parameters, linear_parameters, parameter_breakdown
 from ..layernorm import layer_norm

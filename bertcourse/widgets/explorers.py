@@ -1,27 +1,4 @@
-"""Interactive explorers: move a slider, see attention change.
-
-    ScalingExplorer()                        why softmax(QK^T / sqrt(d_k)): entropy and gradients as d_k grows (02)
-    MaskingExplorer()                        padding and causal masks on a batch of three sentences (03)
-    PositionalEncodingExplorer()             the sinusoidal table, one position and one dimension at a time (04)
-    ResidualExplorer()                       the gradient reaching each layer of a deep stack, residuals on or off (06)
-    AttentionExplorer(model, tokenizer)      the attention maps of a real BERT, layer by layer, head by head (07)
-
-    gradient_norms_per_layer(depth, residual)   the measurement ResidualExplorer draws, for use on its own
-
-Put an explorer as the last expression of a cell (or call ``.display()``) to show its
-controls and its plot. Each control is an attribute, so code can move it too
-(``explorer.layer.value = 3``), and ``explorer.drawn`` is a dict of what was drawn last:
-always ``"matrix"`` (the tensor plotted), ``"title"`` and ``"figure"``, plus values
-particular to each explorer (listed in its docstring). Redrawing happens at once, inside
-the control's change, so ``drawn`` is up to date as soon as ``.value`` is set.
-
-How they stay portable: core ipywidgets only (sliders, checkboxes, toggle buttons, a text
-box, a dropdown, boxes and ``interactive_output``), drawn with inline matplotlib and ``plt.show()``. No
-ipympl, no JavaScript from a CDN, nothing that exists only in ipywidgets 8, so the same code
-runs in Colab (ipywidgets 7.7.1), JupyterLab 4 and Binder (ipywidgets 8). Each figure is
-closed after it is shown, so moving a slider a thousand times does not pile up figures.
-For bertviz's browser head view of the same attentions, see ``bertcourse.plots``.
-"""
+"""The explorers of notebooks 01-07; see ``bertcourse.widgets`` for how every explorer works."""
 
 from __future__ import annotations
 
@@ -31,45 +8,16 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from IPython.display import display
 from matplotlib import patheffects
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator
 
-from ._validation import require_positive_int
-from .attention import attention_scores, qkv_projection, scaled_dot_product_attention
-from .masks import causal_mask, combine_masks, padding_mask
-from .plots import plot_attention, plot_head_view, plot_heads_grid, plot_position_encoding
-from .positional import sinusoidal_position_encoding
-
-DEFAULT_TEXT = "The cat sat on the mat because it was tired."
-WIDE = {"description_width": "initial"}  # room for descriptions longer than a word
-
-
-def checkbox(value: bool, description: str) -> widgets.Checkbox:
-    """A checkbox only as wide as its label, so it does not push the next control in its row to the far right."""
-    return widgets.Checkbox(value=value, description=description, indent=False, layout=widgets.Layout(width="auto"))
-
-
-class _Explorer:
-    """Shared plumbing: controls -> ``interactive_output`` -> one box, and how it displays itself."""
-
-    def _assemble(self, controls: dict[str, widgets.Widget], rows: list[widgets.Widget]) -> None:
-        self.drawn: dict = {}
-        self.output = widgets.interactive_output(self._redraw, controls)  # draws once now, then on every change
-        self.widget = widgets.VBox([*rows, self.output])
-
-    def _redraw(self, **values) -> None:
-        self.drawn = self._draw(**values)  # each explorer's own picture, and what it shows
-        plt.show()
-        plt.close(self.drawn["figure"])
-
-    def display(self) -> None:
-        """Show the controls and the plot below the current cell."""
-        display(self.widget)
-
-    def _ipython_display_(self, **kwargs) -> None:
-        self.display()
+from .._validation import require_positive_int
+from ..attention import attention_scores, qkv_projection, scaled_dot_product_attention
+from ..masks import causal_mask, combine_masks, padding_mask
+from ..plots import plot_attention, plot_head_view, plot_heads_grid, plot_position_encoding
+from ..positional import sinusoidal_position_encoding
+from ._base import DEFAULT_TEXT, WIDE, _Explorer, _require_in_range, checkbox
 
 
 class ScalingExplorer(_Explorer):
@@ -510,9 +458,3 @@ class AttentionExplorer(_Explorer):
             "title": title,
             "figure": figure,
         }
-
-
-def _require_in_range(name: str, value, low: int, high: int) -> None:
-    """An initial control value the slider could not show is an error, not a silent clamp."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"`{name}` must be an int from {low} to {high}, got {value!r}.")

@@ -1,0 +1,133 @@
+"""BERT's input layer: token + learned position + token-type (segment) embeddings, summed,
+then LayerNorm and dropout.
+
+No sinusoids: BERT learns its 512 positions (``bertcourse.positional``). The segment
+(token-type) embedding tells sentence A from sentence B in a pair ([CLS] A [SEP] B [SEP]).
+``check_token_ids`` is what ``BertModel`` checks of its ids, once, at its border.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._validation import describe, require_float_tensor, require_integer_tensor, require_tensor
+from .config import BertConfig
+from .layernorm import LayerNorm, layer_norm
+from .positional import LearnedPositionEmbedding, check_sequence_fits
+
+
+def bert_embeddings(
+    input_ids: torch.Tensor,
+    token_type_ids: torch.Tensor,
+    word_embeddings: torch.Tensor,
+    position_embeddings: torch.Tensor,
+    token_type_embeddings: torch.Tensor,
+    ln_weight: torch.Tensor,
+    ln_bias: torch.Tensor,
+    eps: float = 1e-12,
+) -> torch.Tensor:
+    """LayerNorm(word[input_ids] + position[0..seq-1] + token_type[token_type_ids]).
+
+    input_ids, token_type_ids: (batch, seq) long. The three tables are (rows, hidden)
+    matrices; ln_weight, ln_bias: (hidden,). Returns (batch, seq, hidden). Dropout, which
+    BERT applies next during training, is left to the module. ``token_type_ids=None`` puts
+    every token in segment A.
+    """
+    for name, table in (
+        ("word_embeddings", word_embeddings),
+        ("position_embeddings", position_embeddings),
+        ("token_type_embeddings", token_type_embeddings),
+    ):
+        require_tensor(name, table, ndim=2)
+        require_float_tensor(name, table)
+        if table.shape[1] != word_embeddings.shape[1]:
+            raise ValueError(
+                f"`{name}` must have shape (rows, hidden) with hidden = {word_embeddings.shape[1]} "
+                f"(from `word_embeddings`), got {describe(table)}."
+            )
+    if token_type_ids is None:
+        token_type_ids = torch.zeros_like(input_ids)  # every token in segment A
+    check_token_ids(
+        input_ids,
+        token_type_ids,
+        vocab_size=word_embeddings.shape[0],
+        type_vocab_size=token_type_embeddings.shape[0],
+        max_position_embeddings=position_embeddings.shape[0],
+        device=word_embeddings.device,
+    )
+    seq_len = input_ids.shape[1]
+    positions = torch.arange(seq_len, device=input_ids.device)  # (seq,)
+    summed = (
+        F.embedding(input_ids, word_embeddings)  # (batch, seq, hidden): row input_ids[b, t] of the table
+        + F.embedding(positions, position_embeddings)  # (seq, hidden), broadcast over the batch
+        + F.embedding(token_type_ids, token_type_embeddings)  # (batch, seq, hidden)
+    )
+    return layer_norm(summed, ln_weight, ln_bias, eps)  # (batch, seq, hidden)
+
+
+class BertEmbeddings(nn.Module):
+    """input_ids, token_type_ids (batch, seq) -> (batch, seq, hidden)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = LearnedPositionEmbedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.layer_norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        embeddings = bert_embeddings(
+            input_ids,
+            token_type_ids,
+            self.word_embeddings.weight,
+            self.position_embeddings.weight,
+            self.token_type_embeddings.weight,
+            self.layer_norm.weight,
+            self.layer_norm.bias,
+            self.layer_norm.eps,
+        )  # (batch, seq, hidden)
+        return self.dropout(embeddings)
+
+
+def check_token_ids(input_ids, token_type_ids, *, vocab_size, type_vocab_size, max_position_embeddings, device) -> None:
+    """Everything BERT needs of its ids, checked before any lookup: integer (batch, seq) ids,
+    at least one token, no more than the position table holds, inside the vocabulary, on the
+    model's device; token types likewise."""
+    require_integer_tensor("input_ids", input_ids, hint=_IDS_HINT)
+    if input_ids.dim() != 2:
+        hint = " Add a batch axis with `input_ids.unsqueeze(0)`." if input_ids.dim() == 1 else ""
+        raise ValueError(f"`input_ids` must have shape (batch, seq), got {describe(input_ids)}.{hint}")
+    if input_ids.shape[1] == 0:
+        raise ValueError("`input_ids` has 0 tokens: a BERT input holds at least [CLS] and [SEP].")
+    check_sequence_fits(input_ids.shape[1], max_position_embeddings)
+    _check_ids_in_range("input_ids", input_ids, vocab_size, "vocab_size")
+    if input_ids.device != torch.device(device):
+        raise ValueError(
+            f"`input_ids` is on {input_ids.device} but the model's weights are on {device}: "
+            "move the batch with `.to(device)`."
+        )
+    if token_type_ids is not None:
+        require_integer_tensor("token_type_ids", token_type_ids, hint=_IDS_HINT)
+        check_same_shape("token_type_ids", token_type_ids, input_ids)
+        _check_ids_in_range("token_type_ids", token_type_ids, type_vocab_size, "type_vocab_size")
+
+
+_IDS_HINT = "Token ids come from the tokenizer; convert with `.long()` if you built them by hand."
+
+
+def check_same_shape(name, x, input_ids):
+    if x.shape != input_ids.shape:
+        raise ValueError(f"`{name}` must have the shape of `input_ids` {tuple(input_ids.shape)}, got {describe(x)}.")
+
+
+def _check_ids_in_range(name, ids, size, size_name):
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= size:
+        bad = low if low < 0 else high
+        raise ValueError(
+            f"`{name}` contains {bad}, outside the range 0..{size - 1} allowed by {size_name}={size}. "
+            "Were these ids made with another model's tokenizer?"
+        )

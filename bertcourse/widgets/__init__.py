@@ -1,0 +1,45 @@
+"""Interactive explorers: move a slider, see attention change.
+
+    ScalingExplorer()                        why softmax(QK^T / sqrt(d_k)): entropy and gradients as d_k grows (02)
+    MaskingExplorer()                        padding and causal masks on a batch of three sentences (03)
+    PositionalEncodingExplorer()             the sinusoidal table, one position and one dimension at a time (04)
+    ResidualExplorer()                       the gradient reaching each layer of a deep stack, residuals on or off (06)
+    AttentionExplorer(model, tokenizer)      the attention maps of a real BERT, layer by layer, head by head (07)
+
+    gradient_norms_per_layer(depth, residual)   the measurement ResidualExplorer draws, for use on its own
+
+Later notebooks add their explorers in modules of their own in this subpackage; the shared
+plumbing (_Explorer) is in bertcourse.widgets._base.
+
+Put an explorer as the last expression of a cell (or call ``.display()``) to show its
+controls and its plot. Each control is an attribute, so code can move it too
+(``explorer.layer.value = 3``), and ``explorer.drawn`` is a dict of what was drawn last:
+always ``"matrix"`` (the tensor plotted), ``"title"`` and ``"figure"``, plus values
+particular to each explorer (listed in its docstring). Redrawing happens at once, inside
+the control's change, so ``drawn`` is up to date as soon as ``.value`` is set.
+
+How they stay portable: core ipywidgets only (sliders, checkboxes, toggle buttons, a text
+box, a dropdown, boxes and ``interactive_output``), drawn with inline matplotlib and ``plt.show()``. No
+ipympl, no JavaScript from a CDN, nothing that exists only in ipywidgets 8, so the same code
+runs in Colab (ipywidgets 7.7.1), JupyterLab 4 and Binder (ipywidgets 8). Each figure is
+closed after it is shown, so moving a slider a thousand times does not pile up figures.
+For bertviz's browser head view of the same attentions, see ``bertcourse.plots``.
+"""
+
+from .explorers import (
+    AttentionExplorer,
+    MaskingExplorer,
+    PositionalEncodingExplorer,
+    ResidualExplorer,
+    ScalingExplorer,
+    gradient_norms_per_layer,
+)
+
+__all__ = [
+    "AttentionExplorer",
+    "MaskingExplorer",
+    "PositionalEncodingExplorer",
+    "ResidualExplorer",
+    "ScalingExplorer",
+    "gradient_norms_per_layer",
+]

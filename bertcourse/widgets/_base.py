@@ -1,0 +1,47 @@
+"""What every explorer shares: controls -> ``interactive_output`` -> one box, and how it shows itself.
+
+An explorer subclass builds its controls, calls ``_assemble`` and implements ``_draw(**values)``,
+which draws one matplotlib figure and returns a dict with at least ``"figure"`` (and, by the
+course's convention, ``"matrix"`` and ``"title"``: what was drawn, for tests to assert on).
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from IPython.display import display
+
+DEFAULT_TEXT = "The cat sat on the mat because it was tired."
+WIDE = {"description_width": "initial"}  # room for descriptions longer than a word
+
+
+def checkbox(value: bool, description: str) -> widgets.Checkbox:
+    """A checkbox only as wide as its label, so it does not push the next control in its row to the far right."""
+    return widgets.Checkbox(value=value, description=description, indent=False, layout=widgets.Layout(width="auto"))
+
+
+class _Explorer:
+    """Shared plumbing: controls -> ``interactive_output`` -> one box, and how it displays itself."""
+
+    def _assemble(self, controls: dict[str, widgets.Widget], rows: list[widgets.Widget]) -> None:
+        self.drawn: dict = {}
+        self.output = widgets.interactive_output(self._redraw, controls)  # draws once now, then on every change
+        self.widget = widgets.VBox([*rows, self.output])
+
+    def _redraw(self, **values) -> None:
+        self.drawn = self._draw(**values)  # each explorer's own picture, and what it shows
+        plt.show()
+        plt.close(self.drawn["figure"])
+
+    def display(self) -> None:
+        """Show the controls and the plot below the current cell."""
+        display(self.widget)
+
+    def _ipython_display_(self, **kwargs) -> None:
+        self.display()
+
+
+def _require_in_range(name: str, value, low: int, high: int) -> None:
+    """An initial control value the slider could not show is an error, not a silent clamp."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"`{name}` must be an int from {low} to {high}, got {value!r}.")
