@@ -68,3 +68,14 @@ def require_divisible(d_model: int, num_heads: int) -> None:
             f"d_model / num_heads = {d_model / num_heads:.2f} features, which must be a whole number. "
             "BERT-base uses d_model=768 with 12 heads of 64."
         )
+
+
+def can_check_values(x: torch.Tensor) -> bool:
+    """Whether a check may read ``x``'s *values* (not just its shape) without a cost.
+
+    Reading a value back (``int(ids.max())``, ``bool(mask.all())``) is free on the CPU, but on a
+    GPU it waits for the device (a synchronisation), and under ``torch.compile`` it breaks the
+    graph. So value checks run on CPU tensors outside compilation only; shape and dtype checks
+    always run.
+    """
+    return x.device.type == "cpu" and not torch.compiler.is_compiling()
