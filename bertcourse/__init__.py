@@ -38,7 +38,7 @@ from .masks import (
 )
 from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, split_heads
 from .positional import LearnedPositionEmbedding, sinusoidal_position_encoding
-from .pretrained import load_hf_state_dict, load_pretrained
+from .pretrained import load_pretrained
 from .tokenizer import WordPieceTokenizer
 
 __version__ = "0.1.0"
@@ -69,7 +69,6 @@ __all__ = [
     "gelu",
     "init_bert_weights",
     "layer_norm",
-    "load_hf_state_dict",
     "load_pretrained",
     "mask_from_attention_mask",
     "merge_heads",

@@ -9,10 +9,14 @@ Every piece was built in an earlier module; this one only wires them together:
 
 The pretraining heads (MLM, NSP) are in ``bertcourse.heads``.
 
-``BertModel.forward`` checks its input first (integer ids, in the vocabulary, not
-longer than the position table) and returns a ``BertModelOutput`` whose ``attentions`` are a
-tuple of (batch, heads, seq, seq) tensors, one per layer: the format Hugging Face and
-bertviz use (``bertcourse.plots`` shows how to hand them to bertviz).
+``BertModel.forward`` checks its input once, at its border (integer ids, in the vocabulary,
+not longer than the position table, a 0/1 mask of the same shape); the layers inside trust it.
+Checks that read values (the id range) run on CPU tensors only, never on a GPU (where reading
+a value back waits for the device) nor while ``torch.compile`` traces the model.
+
+It returns a ``BertModelOutput`` whose ``attentions`` are a tuple of (batch, heads, seq, seq)
+tensors, one per layer: the format Hugging Face and bertviz use (``bertcourse.plots`` shows how
+to hand them to bertviz).
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ import dataclasses
 import torch
 from torch import nn
 
+from ._validation import can_check_values
 from .config import BertConfig, require_config
 from .embeddings import BertEmbeddings, check_same_shape, check_token_ids
 from .encoder import Encoder
 from .layernorm import LayerNorm
 from .masks import as_bool_mask, expand_padding_mask
+from .weights import HFWeightsMixin
 
 
 @dataclasses.dataclass
@@ -50,9 +56,16 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(hidden_states[:, 0]))  # (batch, hidden)
 
 
-class BertModel(nn.Module):
+class BertModel(HFWeightsMixin, nn.Module):
     """BERT's encoder: forward(input_ids, attention_mask=None, token_type_ids=None,
-    output_attentions=False, output_hidden_states=False) -> BertModelOutput."""
+    output_attentions=False, output_hidden_states=False) -> BertModelOutput.
+
+    ``BertModel.from_pretrained(folder)`` and ``model.save_pretrained(folder)`` read and write
+    Hugging Face folders (``bertcourse.weights``).
+    """
+
+    hf_encoder_prefix = ""  # the model *is* the encoder: Hugging Face saves a BertModel without `bert.`
+    hf_architecture = "BertModel"
 
     def __init__(self, config: BertConfig | None = None):
         super().__init__()
@@ -65,8 +78,8 @@ class BertModel(nn.Module):
             d_model=c.hidden_size,
             num_heads=c.num_attention_heads,
             d_ff=c.intermediate_size,
-            dropout=c.hidden_dropout_prob,
-            attention_dropout=c.attention_probs_dropout_prob,
+            dropout_p=c.hidden_dropout_prob,
+            attention_dropout_p=c.attention_probs_dropout_prob,
             eps=c.layer_norm_eps,
         )
         self.pooler = BertPooler(c)
@@ -104,7 +117,7 @@ class BertModel(nn.Module):
             return None
         mask = as_bool_mask("attention_mask", attention_mask)
         check_same_shape("attention_mask", mask, input_ids)
-        if bool(mask.all()):
+        if can_check_values(mask) and bool(mask.all()):
             return None  # nothing to mask: let the fused kernel run unmasked
         return expand_padding_mask(mask.to(input_ids.device))  # (batch, 1, 1, seq)
 

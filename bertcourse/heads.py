@@ -3,7 +3,12 @@
 - ``BertMLMHead``: dense -> GELU -> LayerNorm -> decoder whose weight *is* the word
   embedding matrix (tied), plus its own bias; one logit per vocabulary word.
 - the NSP head (``BertForPreTraining.nsp``): a linear map from the pooled vector to 2
-  logits (IsNext / NotNext).
+  logits (0 = IsNext, 1 = NotNext, as in Hugging Face).
+
+With labels, ``BertForPreTraining`` also returns the losses of pretraining: the MLM loss is the
+cross-entropy over the *selected* positions only (label -100 everywhere else, Hugging Face's
+convention), the NSP loss the cross-entropy of the pair label. The labels are checked at the
+border, like the ids (their values only on the CPU, see ``bertcourse.bert``).
 """
 
 from __future__ import annotations
@@ -14,16 +19,25 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._validation import can_check_values, describe, require_integer_tensor
 from .bert import BertModel, BertModelOutput, init_bert_weights
 from .config import BertConfig
 from .layernorm import LayerNorm
+from .weights import HFWeightsMixin
+
+IGNORE_INDEX = -100  # a label that takes no part in the loss (Hugging Face's and PyTorch's convention)
 
 
 @dataclasses.dataclass
 class BertPreTrainingOutput:
+    """What ``BertForPreTraining`` returns; the losses are None when their labels are not given."""
+
     prediction_logits: torch.Tensor  # (batch, seq, vocab): MLM
     seq_relationship_logits: torch.Tensor  # (batch, 2): NSP
     bert: BertModelOutput
+    loss: torch.Tensor | None = None  # mlm_loss + nsp_loss, or the one that was asked for
+    mlm_loss: torch.Tensor | None = None  # ()
+    nsp_loss: torch.Tensor | None = None  # ()
 
 
 class BertMLMHead(nn.Module):
@@ -38,11 +52,25 @@ class BertMLMHead(nn.Module):
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         h = self.layer_norm(F.gelu(self.dense(hidden_states)))  # (batch, seq, hidden)
-        return h @ self.word_embeddings.weight.T + self.bias  # (batch, seq, vocab)
+        return F.linear(h, self.word_embeddings.weight, self.bias)  # (batch, seq, vocab): h @ E^T + b
 
 
-class BertForPreTraining(nn.Module):
-    """BertModel + MLM head + NSP head. forward(...) -> BertPreTrainingOutput."""
+class BertForPreTraining(HFWeightsMixin, nn.Module):
+    """BertModel + MLM head + NSP head.
+
+    forward(input_ids, attention_mask=None, token_type_ids=None, labels=None, next_sentence_label=None,
+    output_attentions=False, output_hidden_states=False) -> BertPreTrainingOutput.
+    ``labels``: (batch, seq) token ids to predict, -100 where nothing is predicted;
+    ``next_sentence_label``: (batch,) 0 = B follows A, 1 = B is random.
+    """
+
+    hf_head_names = (
+        ("cls.predictions.transform.dense.", "mlm.dense."),
+        ("cls.predictions.transform.LayerNorm.", "mlm.layer_norm."),
+        ("cls.predictions.bias", "mlm.bias"),
+        ("cls.seq_relationship.", "nsp."),
+    )
+    hf_architecture = "BertForPreTraining"
 
     def __init__(self, config: BertConfig | None = None):
         super().__init__()
@@ -54,10 +82,71 @@ class BertForPreTraining(nn.Module):
         for module in (self.mlm.dense, self.mlm.layer_norm, self.nsp):
             module.apply(lambda m: init_bert_weights(m, c.initializer_range))
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, output_attentions=False):
-        out = self.bert(input_ids, attention_mask, token_type_ids, output_attentions=output_attentions)
-        return BertPreTrainingOutput(
-            prediction_logits=self.mlm(out.last_hidden_state),
-            seq_relationship_logits=self.nsp(out.pooler_output),
-            bert=out,
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        labels=None,
+        next_sentence_label=None,
+        output_attentions=False,
+        output_hidden_states=False,
+    ) -> BertPreTrainingOutput:
+        self._check_labels(input_ids, labels, next_sentence_label)
+        out = self.bert(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
         )
+        prediction_logits = self.mlm(out.last_hidden_state)  # (batch, seq, vocab)
+        seq_relationship_logits = self.nsp(out.pooler_output)  # (batch, 2)
+        mlm_loss = nsp_loss = None
+        if labels is not None:
+            mlm_loss = F.cross_entropy(
+                prediction_logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORE_INDEX
+            )  # mean over the selected positions only
+        if next_sentence_label is not None:
+            nsp_loss = F.cross_entropy(seq_relationship_logits, next_sentence_label)
+        losses = [loss for loss in (mlm_loss, nsp_loss) if loss is not None]
+        return BertPreTrainingOutput(
+            prediction_logits=prediction_logits,
+            seq_relationship_logits=seq_relationship_logits,
+            bert=out,
+            loss=sum(losses[1:], losses[0]) if losses else None,
+            mlm_loss=mlm_loss,
+            nsp_loss=nsp_loss,
+        )
+
+    def _check_labels(self, input_ids, labels, next_sentence_label) -> None:
+        if labels is not None:
+            require_integer_tensor("labels", labels, hint="MLM labels are token ids, -100 where nothing is predicted.")
+            if isinstance(input_ids, torch.Tensor) and labels.shape != input_ids.shape:
+                raise ValueError(
+                    f"`labels` must have the shape of `input_ids` {tuple(input_ids.shape)}, one label per token "
+                    f"(-100 where nothing is predicted), got {describe(labels)}."
+                )
+            if can_check_values(labels):
+                outside = labels[(labels != IGNORE_INDEX) & ((labels < 0) | (labels >= self.config.vocab_size))]
+                if outside.numel():
+                    raise ValueError(
+                        f"`labels` contains {int(outside[0])}: a label is a token id in "
+                        f"0..{self.config.vocab_size - 1} or {IGNORE_INDEX} for a position that is not predicted."
+                    )
+        if next_sentence_label is not None:
+            require_integer_tensor("next_sentence_label", next_sentence_label, hint="0 = IsNext, 1 = NotNext.")
+            batch = input_ids.shape[0] if isinstance(input_ids, torch.Tensor) and input_ids.dim() else None
+            if next_sentence_label.shape != (batch,):
+                raise ValueError(
+                    f"`next_sentence_label` must have shape (batch,) = ({batch},), one label per pair, "
+                    f"got {describe(next_sentence_label)}."
+                )
+            if (
+                can_check_values(next_sentence_label)
+                and not ((next_sentence_label == 0) | (next_sentence_label == 1)).all()
+            ):
+                raise ValueError(
+                    f"`next_sentence_label` must hold 0 (B follows A) or 1 (B is random), "
+                    f"got {next_sentence_label.tolist()[:8]}."
+                )

@@ -24,6 +24,7 @@ class WordPieceTokenizer:
     def __init__(self, vocab_file, lowercase: bool = True):
         from tokenizers import BertWordPieceTokenizer
 
+        self.lowercase = lowercase
         self._tokenizer = BertWordPieceTokenizer(str(vocab_file), lowercase=lowercase)
         self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
@@ -42,6 +43,18 @@ class WordPieceTokenizer:
             json.loads(settings.read_text(encoding="utf-8")).get("do_lower_case", True) if settings.is_file() else True
         )
         return cls(vocab, lowercase=lowercase)
+
+    def save_pretrained(self, folder) -> Path:
+        """Write ``vocab.txt`` (one token per line, in id order) and ``tokenizer_config.json`` into
+        ``folder``, as Hugging Face's BERT tokenizer does, so ``transformers`` reads them too."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        vocab = self._tokenizer.get_vocab()
+        tokens = sorted(vocab, key=vocab.__getitem__)
+        (folder / "vocab.txt").write_text("".join(token + "\n" for token in tokens), encoding="utf-8")
+        settings = {"tokenizer_class": "BertTokenizer", "do_lower_case": self.lowercase, "model_max_length": 512}
+        (folder / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+        return folder
 
     @property
     def vocab_size(self) -> int:

@@ -1,10 +1,12 @@
-"""The benchmark runs end to end and reports both settings (speed itself is measured, not asserted)."""
+"""Every benchmark section runs end to end on tiny sizes and reports what it timed (speed is measured, not asserted)."""
 
-from bertcourse import bench
+import pytest
+
+from bertcourse.bench import __main__ as bench
 
 
-def test_benchmark_reports_both_settings_against_the_right_implementations(capsys):
-    results = bench.main(["--batch", "1", "--seq", "8", "--repeats", "1"])
+def test_forward_reports_both_settings_against_the_right_implementations(capsys):
+    results = bench.main(["--only", "forward", "--batch", "1", "--seq", "8", "--repeats", "1"])["forward"]
     assert [r["setting"] for r in results] == ["fast path", "attention maps"]
     assert all(r["ours_ms"] > 0 and r["theirs_ms"] > 0 for r in results)
     report = capsys.readouterr().out.splitlines()
@@ -13,3 +15,16 @@ def test_benchmark_reports_both_settings_against_the_right_implementations(capsy
         assert line.strip().startswith(result["setting"])
         assert f"Hugging Face ({implementation})" in line  # the fused kernel vs ours, the maps vs ours
         assert line.endswith(f"ratio={result['ratio']:.2f}")
+
+
+def test_training_step_reports_its_ratio(capsys):
+    (result,) = bench.main(["--only", "training", "--batch", "1", "--seq", "8", "--repeats", "1"])["training"]
+    assert result["setting"] == "training step" and result["ours_ms"] > 0 and result["theirs_ms"] > 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.endswith(f"ratio={result['ratio']:.2f}")
+
+
+def test_bad_arguments_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--repeats", "0"])
+    assert "--repeats must be at least 1" in capsys.readouterr().err

@@ -5,7 +5,7 @@ import torch
 import transformers
 
 import bertcourse as bc
-from bertcourse.pretrained import default_weights_dir, load_hf_state_dict
+from bertcourse.pretrained import default_weights_dir
 
 transformers.logging.set_verbosity_error()
 TOL = {"atol": 1e-5, "rtol": 1e-5}
@@ -40,7 +40,7 @@ def test_random_weights_match_hugging_face():
     torch.manual_seed(0)
     theirs = transformers.BertModel(hf_config(SMALL)).eval()
     ours = bc.BertModel(SMALL).eval()
-    load_hf_state_dict(ours, theirs.state_dict())
+    ours.load_hf_state_dict(theirs.state_dict())
     batch = random_batch(SMALL)
     with torch.no_grad():
         assert_same_as_hf(
@@ -54,7 +54,7 @@ def test_pretraining_heads_match_hugging_face():
     with torch.no_grad():
         theirs.cls.predictions.bias.normal_()
     ours = bc.BertForPreTraining(SMALL).eval()
-    load_hf_state_dict(ours, theirs.state_dict())
+    ours.load_hf_state_dict(theirs.state_dict())
     assert ours.mlm.word_embeddings.weight is ours.bert.embeddings.word_embeddings.weight  # tied
     batch = random_batch(SMALL)
     with torch.no_grad():

@@ -8,7 +8,8 @@ import transformers
 from safetensors.torch import save_file
 
 import bertcourse as bc
-from bertcourse.pretrained import default_weights_dir, hf_to_ours, load_hf_state_dict
+from bertcourse.pretrained import default_weights_dir
+from bertcourse.weights import hf_to_ours
 
 transformers.logging.set_verbosity_error()
 SMALL = bc.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=24)
@@ -29,8 +30,8 @@ def test_key_renames_are_readable():
 def test_keys_with_bert_prefix_load_the_same():
     state = hf_state()
     a, b = bc.BertModel(SMALL), bc.BertModel(SMALL)
-    load_hf_state_dict(a, state)
-    load_hf_state_dict(b, {"bert." + k: v for k, v in state.items()})
+    a.load_hf_state_dict(state)
+    b.load_hf_state_dict({"bert." + k: v for k, v in state.items()})
     for (name, p), q in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
         assert torch.equal(p, q), name
 
@@ -40,7 +41,7 @@ def test_missing_and_unexpected_weights_are_listed():
     del state["encoder.layer.0.attention.self.key.bias"]
     state["encoder.layer.0.attention.self.rotary.weight"] = torch.zeros(1)
     with pytest.raises(ValueError) as info:
-        load_hf_state_dict(bc.BertModel(SMALL), state)
+        bc.BertModel(SMALL).load_hf_state_dict(state)
     message = str(info.value)
     assert "missing weights (1): ['encoder.layers.0.attention.key.bias']" in message
     assert "unexpected weights (1): ['encoder.layer.0.attention.self.rotary.weight']" in message  # no rename matched
@@ -48,7 +49,7 @@ def test_missing_and_unexpected_weights_are_listed():
 
 def test_shape_mismatch_points_at_the_config():
     with pytest.raises(ValueError, match=r"does config.json match the weights"):
-        load_hf_state_dict(bc.BertModel(SMALL), hf_state(bc.BertConfig(**{**vars(SMALL), "vocab_size": 60})))
+        bc.BertModel(SMALL).load_hf_state_dict(hf_state(bc.BertConfig(**{**vars(SMALL), "vocab_size": 60})))
 
 
 def test_load_pretrained_from_a_hugging_face_folder(tmp_path):
