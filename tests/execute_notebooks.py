@@ -8,6 +8,16 @@ outputs (``python -m pytest --nbval --nbval-current-env tests notebooks``). So t
 one nbval's ``--nbval-current-env`` starts, this interpreter's ipykernel, whatever kernels the
 machine has installed, and it starts in the notebook's folder, as nbval's does. Prints each
 notebook's wall time; stops at the first cell that raises.
+
+Widgets are committed so that a notebook that has not been run shows them as they were drawn:
+
+- the widget state goes into the notebook's metadata (nbclient's ``store_widget_state``), so a
+  trusted notebook renders the live-looking widget from it, with no kernel;
+- each widget's output also carries, beside the widget view, the picture it drew
+  (``image/png``, taken from its Output widget in that state). A notebook opened without
+  running it is untrusted: JupyterLab and Notebook 7 then refuse the widget view (it is not
+  a "safe" output) and show the richest safe type instead, which is now this picture rather
+  than the widget's text form (``VBox(children=...``); GitHub's viewer shows it too.
 """
 
 from __future__ import annotations
@@ -24,6 +34,9 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 KERNEL_NAME = "python3"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+PICTURE = "image/png"
 
 
 class CurrentEnvironmentKernels(KernelSpecManager):
@@ -46,12 +59,43 @@ def execute(path: Path) -> float:
         resources={"metadata": {"path": str(path.parent)}},
         coalesce_streams=True,  # one printout per cell, not pieces split by flushes
         record_timing=False,  # no per-cell timestamps: re-running leaves no noise in the diff
+        store_widget_state=True,  # the widgets' state in the metadata: they render before the notebook is run
     )
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
+    add_widget_pictures(nb)
     nbformat.write(nb, path)
     return elapsed
+
+
+def widget_picture(state: dict, model_id: str) -> str | None:
+    """The first picture inside the widget ``model_id`` (its own Output widget, or one of its children's)."""
+    model = state.get(model_id)
+    if model is None:
+        return None
+    values = model["state"]
+    for output in values.get("outputs", []):
+        if PICTURE in output.get("data", {}):
+            return output["data"][PICTURE]
+    for child in values.get("children", []):
+        picture = widget_picture(state, child.removeprefix("IPY_MODEL_"))
+        if picture is not None:
+            return picture
+    return None
+
+
+def add_widget_pictures(nb: nbformat.NotebookNode) -> None:
+    """Give every widget output the picture its widget drew, as a static fallback beside the widget view."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get(WIDGET_VIEW)
+            if view is None:
+                continue
+            picture = widget_picture(state, view["model_id"])
+            if picture is not None:
+                output["data"][PICTURE] = picture
 
 
 def main(argv: list[str]) -> None:
