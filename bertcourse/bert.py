@@ -40,7 +40,7 @@ class BertModelOutput:
     """What ``BertModel`` returns. ``attentions`` is empty unless ``output_attentions=True``."""
 
     last_hidden_state: torch.Tensor  # (batch, seq, hidden)
-    pooler_output: torch.Tensor  # (batch, hidden)
+    pooler_output: torch.Tensor | None  # (batch, hidden); None for a model built without the pooler
     attentions: tuple[torch.Tensor, ...] = ()  # num_layers x (batch, heads, seq, seq)
     hidden_states: tuple[torch.Tensor, ...] = ()  # (num_layers + 1) x (batch, seq, hidden)
 
@@ -67,7 +67,7 @@ class BertModel(HFWeightsMixin, nn.Module):
     hf_encoder_prefix = ""  # the model *is* the encoder: Hugging Face saves a BertModel without `bert.`
     hf_architecture = "BertModel"
 
-    def __init__(self, config: BertConfig | None = None):
+    def __init__(self, config: BertConfig | None = None, add_pooling_layer: bool = True):
         super().__init__()
         require_config(config)
         self.config = config or BertConfig()
@@ -82,7 +82,9 @@ class BertModel(HFWeightsMixin, nn.Module):
             attention_dropout_p=c.attention_probs_dropout_prob,
             eps=c.layer_norm_eps,
         )
-        self.pooler = BertPooler(c)
+        # Token-level heads (named entities, answer spans) never read the pooled vector: Hugging Face builds
+        # them without the pooler, and so can we.
+        self.pooler = BertPooler(c) if add_pooling_layer else None
         self.apply(lambda module: init_bert_weights(module, c.initializer_range))
 
     def forward(
@@ -99,7 +101,10 @@ class BertModel(HFWeightsMixin, nn.Module):
             x, mask, need_weights=output_attentions, need_hidden_states=output_hidden_states
         )
         return BertModelOutput(
-            last_hidden_state=x, pooler_output=self.pooler(x), attentions=attentions, hidden_states=hidden_states
+            last_hidden_state=x,
+            pooler_output=None if self.pooler is None else self.pooler(x),
+            attentions=attentions,
+            hidden_states=hidden_states,
         )
 
     def _check_inputs(self, input_ids, attention_mask, token_type_ids):

@@ -147,6 +147,8 @@ class HFWeightsMixin:
             name = rename(key, names)
             if name is None:
                 unexpected.append(key)
+            elif name.startswith(self.hf_encoder_prefix + "pooler.") and name not in ours:
+                continue  # a model built without the pooler (token-level heads) leaves it out, as Hugging Face does
             else:
                 renamed[name] = tensor
         tied = self._tied_names()
