@@ -1,0 +1,521 @@
+r"""Inside BERT: measurements that say what the heads do, and how far attention explains the output.
+
+Notebook 08 looks at a trained BERT from five sides; each has a function here, computed from the
+model's own intermediate values, so it works for any model the package loads (a ``BertModel``,
+or a model that holds one as ``.bert``, such as ``BertForPreTraining``):
+
+``sentence_tokens``      the tokens of a sentence, checked (not empty, not past the position table):
+                         the model view draws ``bertcourse.experiments.attention_maps`` for them.
+``neuron_view``          the query and key vectors of one head, q_i, k_j, their scores q_i . k_j / sqrt(d_k)
+                         and the softmax over each row: *why* a head attends where it does. They are
+                         rebuilt from the layer's input (the hidden states) with the layer's own
+                         ``query`` and ``key`` maps, and agree with the model's attention maps.
+``head_role_scores``     how much of each head's attention goes to a role's target tokens (the previous
+                         token, the next, [CLS], [SEP], the same word elsewhere, punctuation), pooled
+                         over a set of sentences; ``role_score`` is the same for one attention map.
+``attention_rollout``    Abnar & Zuidema (2020): attention followed through the layers, with the
+                         residual connection counted as half of each layer's mixing.
+``token_removal_effect`` a perturbation test: drop one token (mask it out) and measure how far the
+                         sentence embedding moves. Attention weights are not explanations; this is
+                         the measurement to hold them against.
+``heads_ablated``        a context in which some heads are silenced: their slice of the merged
+                         context is zeroed before the output projection W_O, so W_O ignores them
+                         (Michel et al. 2019's head mask). ``ablation_effects`` measures, head by head
+                         and layer by layer, how far that moves the similarity of sentence pairs.
+
+Everything is deterministic: no sampling, the model in ``eval()`` mode (these functions refuse a model
+in training mode, whose dropout would make every number random), and gradients off. The model is
+never changed: ``heads_ablated`` removes its hooks when the ``with`` block ends, even on an error.
+
+Built this way because the two obvious routes fail. Hooks that capture q and k inside attention
+would depend on the attention code's internals (the fused path never builds them); recomputing them
+from the hidden states needs only the public modules. And a head mask as a new ``forward`` argument
+would change every layer's signature for one experiment; a pre-hook on the output projection is
+three lines and leaves ``bert.py`` alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import string
+
+import torch
+
+from ._validation import describe, require_float_tensor, require_tensor
+from .bert import BertModel
+from .masks import as_bool_mask, expand_padding_mask
+from .multihead import split_heads
+from .pooling import _mean_pooling, _normalize
+
+ROLES = ("previous token", "next token", "[CLS]", "[SEP]", "same word elsewhere", "punctuation")
+SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]", "[MASK]"})
+
+
+# --- the model view and the neuron view ------------------------------------------------------------
+
+
+def sentence_tokens(model, tokenizer, text) -> list[str]:
+    """The word pieces of ``text`` with [CLS] and [SEP], checked to be a sentence the model can read.
+
+    Raises ``ValueError`` for an empty sentence or one longer than the model's position table
+    (the tokenizer would silently cut it at 512); ``TypeError`` unless ``text`` is a string.
+    """
+    bert = _bert_of(model)
+    if not isinstance(text, str):
+        raise TypeError(f"`text` must be a string, got {describe(text)}.")
+    if not text.strip():
+        raise ValueError("`text` is empty: type a sentence.")
+    tokens = tokenizer.tokenize(text)
+    limit = bert.config.max_position_embeddings
+    if len(tokens) > limit:
+        raise ValueError(
+            f"`text` has {len(tokens)} tokens with [CLS] and [SEP], but the model has learned positions for "
+            f"{limit} only: shorten it (a few sentences at most)."
+        )
+    return tokens
+
+
+@dataclasses.dataclass
+class NeuronView:
+    """One head's queries and keys for one sentence, and what they give.
+
+    ``q`` and ``k`` are (seq, d_k); ``scores`` (seq, seq) is q k^T / sqrt(d_k), ``weights`` its
+    softmax over each row (the head's attention map). ``product(i, j)`` is q_i * k_j element by
+    element (d_k,): its sum divided by sqrt(d_k) is ``scores[i, j]``.
+    """
+
+    tokens: list[str]
+    layer: int
+    head: int
+    q: torch.Tensor  # (seq, d_k)
+    k: torch.Tensor  # (seq, d_k)
+    scores: torch.Tensor  # (seq, seq)
+    weights: torch.Tensor  # (seq, seq)
+
+    @property
+    def d_k(self) -> int:
+        return self.q.shape[-1]
+
+    def product(self, query: int, key: int) -> torch.Tensor:
+        """q_query * k_key, element by element: (d_k,). Positions count from 0 ([CLS])."""
+        for name, position in (("query", query), ("key", key)):
+            _require_index(name, position, len(self.tokens), "tokens")
+        return self.q[query] * self.k[key]  # (d_k,)
+
+
+def neuron_view(model, tokenizer, text: str, layer: int, head: int) -> NeuronView:
+    """The query and key vectors of head ``head`` of layer ``layer`` for ``text``, and their scores.
+
+    Rebuilt from the model's own intermediate values: the layer's input (hidden state ``layer``)
+    goes through that layer's ``query`` and ``key`` maps and is split into heads. The softmax of
+    ``scores`` equals the model's own map, ``bertcourse.experiments.attention_maps(...)[1][layer][head]``.
+    """
+    tokens = sentence_tokens(model, tokenizer, text)
+    bert = _bert_of(model)
+    _require_index("layer", layer, bert.config.num_hidden_layers, "layers")
+    _require_index("head", head, bert.config.num_attention_heads, "heads")
+    batch = _on_device(tokenizer(text), bert)
+    with torch.no_grad():
+        hidden_states = bert(**batch, output_hidden_states=True).hidden_states  # (layers + 1) x (1, seq, hidden)
+        q, k, scores, weights = _query_key(bert.encoder.layers[layer], hidden_states[layer], head)
+    return NeuronView(tokens, layer, head, q[0], k[0], scores[0], weights[0])
+
+
+def _query_key(encoder_layer, layer_input, head):
+    """The textbook lines of one head, from the input x of its (Post-LN) layer, (batch, seq, hidden); no padding."""
+    attention = encoder_layer.attention
+    q = split_heads(attention.query(layer_input), attention.num_heads)[:, head]  # (batch, seq, d_k)
+    k = split_heads(attention.key(layer_input), attention.num_heads)[:, head]  # (batch, seq, d_k)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (batch, seq, seq)
+    return q, k, scores, scores.softmax(dim=-1)  # ..., weights (batch, seq, seq), each row sums to 1
+
+
+# --- head roles, by measurement -------------------------------------------------------------------
+
+
+def role_targets(tokens) -> dict[str, torch.Tensor]:
+    """For each role of ``ROLES``, a bool (seq, seq) matrix: True at (i, j) when key j is a target of query i.
+
+    previous token: j = i - 1.  next token: j = i + 1.  [CLS] / [SEP]: every such token.
+    same word elsewhere: j != i holds the same whole-word token (not a special token, punctuation
+    or a ``##`` piece).  punctuation: every punctuation token. A query without targets (the first
+    token has no previous one; most words occur once) takes no part in that role's score.
+    """
+    if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
+        raise TypeError(f"`tokens` must be a list of token strings, got {describe(tokens)}.")
+    if not tokens:
+        raise ValueError("`tokens` is empty: pass the tokens of a sentence, [CLS] and [SEP] included.")
+    n = len(tokens)
+    positions = torch.arange(n)  # (seq,)
+    is_cls = torch.tensor([t == "[CLS]" for t in tokens])  # (seq,)
+    is_sep = torch.tensor([t == "[SEP]" for t in tokens])  # (seq,)
+    is_punctuation = torch.tensor([_is_punctuation(t) for t in tokens])  # (seq,)
+    is_word = torch.tensor([_is_whole_word(t) for t in tokens])  # (seq,)
+    same_token = torch.tensor([[a == b for b in tokens] for a in tokens])  # (seq, seq)
+    every_query = torch.ones(n, 1, dtype=torch.bool)  # (seq, 1)
+    return {
+        "previous token": positions[None, :] == positions[:, None] - 1,  # (seq, seq)
+        "next token": positions[None, :] == positions[:, None] + 1,
+        "[CLS]": every_query & is_cls[None, :],
+        "[SEP]": every_query & is_sep[None, :],
+        "same word elsewhere": same_token & is_word[:, None] & (positions[None, :] != positions[:, None]),
+        "punctuation": every_query & is_punctuation[None, :],
+    }
+
+
+def role_score(attention: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    r"""The share of attention a map gives to its targets, averaged over the queries that have one.
+
+    attention: (..., seq, seq) weights, rows are queries (e.g. (layers, heads, seq, seq));
+    targets: bool (seq, seq), True at (i, j) when key j is a target of query i (``role_targets``).
+    Returns (...): :math:`\frac{1}{|Q|}\sum_{i \in Q}\sum_{j:\,T_{ij}} A_{ij}`, where Q are the
+    queries with at least one target. 1 means all of it; NaN when no query has a target.
+    """
+    require_tensor("attention", attention, min_dim=2)
+    require_float_tensor("attention", attention)
+    seq = attention.shape[-1]
+    if attention.shape[-2] != seq:
+        raise ValueError(f"`attention` must end in square (seq, seq) maps, got {describe(attention)}.")
+    targets = as_bool_mask("targets", targets)
+    if targets.shape != (seq, seq):
+        raise ValueError(f"`targets` must have shape (seq, seq) = {(seq, seq)}, got {describe(targets)}.")
+    return _role_score(attention, targets.to(attention.device))
+
+
+def _role_score(attention, targets):
+    mass, queries = _role_mass(attention, targets)  # (...), number of queries that have a target
+    return mass / queries  # (...): the mean share over those queries
+
+
+def _role_mass(attention, targets):
+    """The attention on targets, summed over queries, and how many queries have a target."""
+    on_targets = (attention * targets).sum(dim=-1)  # (..., seq): each query's attention on its targets
+    return on_targets.sum(dim=-1), targets.any(dim=-1).sum(dim=-1)  # (...), () or (batch,) counts
+
+
+@dataclasses.dataclass
+class HeadRoles:
+    """``head_role_scores``' result. For each role: ``scores`` (layers, heads), ``uniform`` the score of
+    a head that spreads its attention evenly over the sentence (the level of no preference), and
+    ``queries`` how many queries took part."""
+
+    scores: dict[str, torch.Tensor]
+    uniform: dict[str, float]
+    queries: dict[str, int]
+
+    def best(self, role: str) -> tuple[int, int, float]:
+        """(layer, head, score) of the head that scores highest for ``role``."""
+        if role not in self.scores:
+            raise ValueError(f"`role` must be one of {tuple(self.scores)}, got {role!r}.")
+        score = self.scores[role]  # (layers, heads)
+        layer, head = divmod(int(score.argmax()), score.shape[1])
+        return layer, head, float(score[layer, head])
+
+
+def head_role_scores(model, tokenizer, sentences) -> HeadRoles:
+    """Score every head for every role of ``ROLES`` over ``sentences`` (a list of strings).
+
+    The sentences run as one padded batch; each role's score is the attention on its targets
+    summed over every counted query of every sentence, divided by the number of those queries
+    (``role_score`` pooled over sentences, so a long sentence counts by its queries).
+    """
+    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)) or not sentences:
+        raise TypeError(f"`sentences` must be a non-empty list of strings, got {describe(sentences)}.")
+    token_lists = [sentence_tokens(model, tokenizer, text) for text in sentences]
+    bert = _bert_of(model)
+    batch = _on_device(tokenizer(list(sentences)), bert)
+    with torch.no_grad():
+        attentions = torch.stack(bert(**batch, output_attentions=True).attentions, dim=1)
+    # attentions: (batch, layers, heads, seq, seq)
+    seq = attentions.shape[-1]
+    real = batch["attention_mask"].bool()  # (batch, seq)
+    uniform = real[:, None, :].expand(-1, seq, -1) / real.sum(dim=-1)[:, None, None]  # (batch, seq, seq)
+    scores, uniform_scores, queries = {}, {}, {}
+    for role in ROLES:
+        targets = torch.stack([_padded(role_targets(tokens)[role], seq) for tokens in token_lists])
+        targets = targets.to(attentions.device)  # (batch, seq, seq)
+        mass, counted = _role_mass(attentions, targets[:, None, None])  # (batch, layers, heads), (batch, 1, 1)
+        uniform_mass, _ = _role_mass(uniform, targets)  # (batch,)
+        total = int(counted.sum())
+        scores[role] = (mass.sum(dim=0) / max(total, 1)).cpu()  # (layers, heads)
+        uniform_scores[role] = float(uniform_mass.sum()) / max(total, 1)
+        queries[role] = total
+    return HeadRoles(scores, uniform_scores, queries)
+
+
+def _padded(targets, seq):
+    """A sentence's (n, n) targets inside (seq, seq) False: padding is nobody's target or query."""
+    out = torch.zeros(seq, seq, dtype=torch.bool)
+    n = targets.shape[0]
+    out[:n, :n] = targets
+    return out
+
+
+def _is_punctuation(token: str) -> bool:
+    return token not in SPECIAL_TOKENS and all(ch in string.punctuation for ch in token)
+
+
+def _is_whole_word(token: str) -> bool:
+    return token not in SPECIAL_TOKENS and not _is_punctuation(token) and not token.startswith("##")
+
+
+# --- what attention does not tell you ---------------------------------------------------------------
+
+
+def attention_rollout(attentions, residual: bool = True) -> torch.Tensor:
+    r"""Attention followed through every layer (Abnar & Zuidema 2020): how much of each input token
+    reaches each position at the top.
+
+    attentions: one (..., heads, seq, seq) tensor per layer, first layer first -- the tuple
+    ``BertModel(..., output_attentions=True).attentions``, or those stacked into one tensor
+    (layers, ..., heads, seq, seq). Each layer's heads are averaged; with ``residual`` (the
+    paper's method), the residual connection is added as the identity,
+    :math:`\hat A = \tfrac12 A + \tfrac12 I`, rows renormalised; then
+    :math:`R = \hat A_L \cdots \hat A_2 \hat A_1`. Returns (..., seq, seq): row i says how much
+    of each input token ends up in position i's top-layer vector, under the (false) assumption
+    that everything a layer does is mix tokens linearly by its average attention.
+    """
+    if isinstance(attentions, torch.Tensor):
+        require_tensor("attentions", attentions, min_dim=4)
+        attentions = tuple(attentions)  # (layers, ..., heads, seq, seq) -> one tensor per layer
+    if not isinstance(attentions, (list, tuple)) or not attentions:
+        raise TypeError(
+            f"`attentions` must be a non-empty tuple of per-layer tensors (..., heads, seq, seq), or one tensor "
+            f"(layers, ..., heads, seq, seq), got {describe(attentions)}."
+        )
+    for index, layer_maps in enumerate(attentions):
+        require_tensor(f"attentions[{index}]", layer_maps, min_dim=3)
+        require_float_tensor(f"attentions[{index}]", layer_maps)
+        if layer_maps.shape != attentions[0].shape or layer_maps.shape[-1] != layer_maps.shape[-2]:
+            raise ValueError(
+                f"`attentions[{index}]` must have the shape of `attentions[0]` {tuple(attentions[0].shape)} "
+                f"and end in square (seq, seq) maps, got {describe(layer_maps)}."
+            )
+    return _attention_rollout(attentions, residual)
+
+
+def _attention_rollout(attentions, residual):
+    seq = attentions[0].shape[-1]
+    identity = torch.eye(seq, dtype=attentions[0].dtype, device=attentions[0].device)  # (seq, seq)
+    rollout = None
+    for layer_maps in attentions:
+        mixing = layer_maps.mean(dim=-3)  # (..., seq, seq): the heads averaged
+        if residual:
+            mixing = 0.5 * mixing + 0.5 * identity  # the residual path keeps half of each token itself
+            mixing = mixing / mixing.sum(dim=-1, keepdim=True)  # rows sum to 1 again
+        rollout = mixing if rollout is None else mixing @ rollout  # (..., seq, seq): this layer after the ones below
+    return rollout
+
+
+def pooled_attention(attention: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The weight each key token gets in the *mean-pooled* output: the mean of the rows of real queries.
+
+    attention: (batch, seq, seq), one map per sentence (a head, the heads' mean, or a rollout);
+    attention_mask: (batch, seq), 1 at real tokens. Returns (batch, seq); each row sums to 1 when
+    the maps' rows do. The same masked mean as ``bertcourse.pooling.mean_pooling``, over queries.
+    """
+    require_tensor("attention", attention, ndim=3)
+    require_float_tensor("attention", attention)
+    batch, seq, keys = attention.shape
+    if seq != keys:
+        raise ValueError(f"`attention` must be square maps (batch, seq, seq), got {describe(attention)}.")
+    if attention_mask is None:
+        mask = torch.ones(batch, seq, dtype=torch.bool, device=attention.device)
+    else:
+        mask = as_bool_mask("attention_mask", attention_mask)
+        if mask.shape != (batch, seq):
+            raise ValueError(f"`attention_mask` must have shape (batch, seq) = {(batch, seq)}, got {describe(mask)}.")
+    return _mean_pooling(attention, mask.to(attention.device))  # (batch, seq): mean over real query rows
+
+
+def token_removal_effect(model, tokenizer, text: str) -> tuple[list[str], torch.Tensor]:
+    """(tokens, effects): how far the sentence embedding moves when each token is removed.
+
+    Token p is removed by masking it out (``attention_mask`` 0 at p): no token attends to it and
+    the mean pooling leaves it out, while every other token keeps its position. The embedding is
+    the sentence-transformers recipe (``bertcourse.pooling``); ``effects[p]`` is
+    1 - cos(embedding, embedding without token p), 0 when nothing moves. One batch of seq + 1 rows.
+    """
+    tokens = sentence_tokens(model, tokenizer, text)
+    bert = _bert_of(model)
+    batch = _on_device(tokenizer(text), bert)
+    n = len(tokens)
+    keep = ~torch.eye(n, dtype=torch.bool, device=batch["input_ids"].device)  # (seq, seq): row p drops token p
+    mask = torch.cat([torch.ones(1, n, dtype=torch.bool, device=keep.device), keep])  # (1 + seq, seq)
+    with torch.no_grad():
+        hidden = bert(
+            batch["input_ids"].expand(n + 1, -1),
+            attention_mask=mask,
+            token_type_ids=batch["token_type_ids"].expand(n + 1, -1),
+        ).last_hidden_state  # (1 + seq, seq, hidden)
+        embeddings = _normalize(_mean_pooling(hidden, mask))  # (1 + seq, hidden), unit rows
+    return tokens, (1.0 - embeddings[1:] @ embeddings[0]).cpu()  # (seq,)
+
+
+def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Spearman's rank correlation of two 1-D tensors of the same length: 1 = the same order, -1 = reversed.
+
+    Ranks break ties by position, which is exact for the continuous measurements of this module.
+    """
+    for name, x in (("a", a), ("b", b)):
+        require_tensor(name, x, ndim=1)
+    if a.shape != b.shape or a.numel() < 2:
+        raise ValueError(f"`a` and `b` must have the same length, at least 2, got {describe(a)} and {describe(b)}.")
+    ranks = torch.stack([x.double().argsort().argsort().double() for x in (a, b)])  # (2, n)
+    return float(torch.corrcoef(ranks)[0, 1])
+
+
+# --- head ablation ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def heads_ablated(model, heads):
+    """Inside ``with heads_ablated(model, [(layer, head), ...]):`` those heads contribute nothing.
+
+    Each listed head's slice of the merged context (batch, seq, heads * d_k) is zeroed just before
+    the output projection W_O, which is what a head mask of 0 does, and the same as zeroing that
+    head's columns of W_O. The weights are not touched; the hooks go when the block ends.
+    """
+    bert = _bert_of(model)
+    heads = _checked_heads(heads, bert.config)
+    d_k = bert.config.hidden_size // bert.config.num_attention_heads
+    keep = torch.ones(bert.config.num_hidden_layers, bert.config.hidden_size, dtype=torch.bool)
+    for layer, head in heads:
+        keep[layer, head * d_k : (head + 1) * d_k] = False  # this head's slice of the merged context
+    hooks = []
+    try:
+        for layer in sorted({layer for layer, _ in heads}):
+            output = bert.encoder.layers[layer].attention.output
+            hooks.append(output.register_forward_pre_hook(_zero_features(keep[layer].to(output.weight.device))))
+        yield model
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+def _zero_features(keep):
+    def hook(module, inputs):
+        (context,) = inputs  # (batch, seq, heads * d_k): the heads side by side, before W_O
+        return (context * keep,)  # the silenced heads' features are 0
+
+    return hook
+
+
+@dataclasses.dataclass
+class Ablation:
+    """``ablation_effects``' result: ``similarity`` (pairs,) is each pair's cosine with every head on;
+    ``per_head`` (layers, heads) and ``per_layer`` (layers,) the mean |change| of those cosines when one
+    head, or every head of one layer, is silenced."""
+
+    similarity: torch.Tensor
+    per_head: torch.Tensor
+    per_layer: torch.Tensor
+
+
+def ablation_effects(model, tokenizer, pairs) -> Ablation:
+    """Silence each head in turn, then each layer's heads together, and measure the sentence pairs.
+
+    pairs: a list of (sentence, sentence). Each measurement is one batch of every pair's two
+    sentences, embedded with the sentence-transformers recipe; the score is the mean absolute
+    change of the pairs' cosine similarities. A head of layer l changes nothing below it, so each
+    run starts from the (unchanged) input of layer l.
+    """
+    if not isinstance(pairs, (list, tuple)) or not pairs or not all(_is_pair(p) for p in pairs):
+        raise TypeError(f"`pairs` must be a non-empty list of (sentence, sentence) pairs, got {describe(pairs)}.")
+    bert = _bert_of(model)
+    for sentence in (s for pair in pairs for s in pair):
+        sentence_tokens(bert, tokenizer, sentence)  # each one checked before any work
+    batch = _on_device(tokenizer([s for pair in pairs for s in pair]), bert)
+    real = batch["attention_mask"].bool()  # (2 * pairs, seq)
+    mask = expand_padding_mask(real)  # (2 * pairs, 1, 1, seq)
+    config = bert.config
+    with torch.no_grad():
+        layer_inputs = bert(**batch, output_hidden_states=True).hidden_states  # (layers + 1) x (2 * pairs, seq, hidden)
+
+    def similarities(start):
+        hidden = layer_inputs[start]  # (2 * pairs, seq, hidden)
+        with torch.no_grad():
+            for encoder_layer in bert.encoder.layers[start:]:
+                hidden, _ = encoder_layer(hidden, mask)  # (2 * pairs, seq, hidden)
+        embeddings = _normalize(_mean_pooling(hidden, real))  # (2 * pairs, hidden), unit rows
+        return (embeddings[0::2] * embeddings[1::2]).sum(dim=-1).cpu()  # (pairs,): the cosines
+
+    baseline = similarities(config.num_hidden_layers)  # no layer left to run: the model's own output
+    per_head = torch.zeros(config.num_hidden_layers, config.num_attention_heads)
+    per_layer = torch.zeros(config.num_hidden_layers)
+    for layer in range(config.num_hidden_layers):
+        for head in range(config.num_attention_heads):
+            with heads_ablated(bert, [(layer, head)]):
+                per_head[layer, head] = (similarities(layer) - baseline).abs().mean()
+        with heads_ablated(bert, [(layer, head) for head in range(config.num_attention_heads)]):
+            per_layer[layer] = (similarities(layer) - baseline).abs().mean()
+    return Ablation(baseline, per_head, per_layer)
+
+
+def _is_pair(pair) -> bool:
+    return isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(s, str) for s in pair)
+
+
+def _checked_heads(heads, config) -> list[tuple[int, int]]:
+    if isinstance(heads, (str, torch.Tensor)) or not isinstance(heads, (list, tuple, set)):
+        raise TypeError(f"`heads` must be a list of (layer, head) pairs, got {describe(heads)}.")
+    checked = []
+    for pair in heads:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise TypeError(f"`heads` must hold (layer, head) pairs, got the entry {pair!r}.")
+        _require_index("layer", pair[0], config.num_hidden_layers, "layers")
+        _require_index("head", pair[1], config.num_attention_heads, "heads")
+        checked.append((pair[0], pair[1]))
+    return checked
+
+
+# --- shared checks ---------------------------------------------------------------------------------
+
+
+def _bert_of(model) -> BertModel:
+    """The ``BertModel`` inside ``model`` (itself, or its ``.bert``), checked to be in eval mode."""
+    bert = model if isinstance(model, BertModel) else getattr(model, "bert", None)
+    if not isinstance(bert, BertModel):
+        raise TypeError(
+            f"`model` must be a bertcourse BertModel (or hold one as `.bert`), got {type(model).__name__}: "
+            "load one with `bertcourse.load_pretrained()`."
+        )
+    if bert.training:
+        raise ValueError(
+            "`model` is in training mode, so dropout would make every measurement random: call `model.eval()` "
+            "first (`load_pretrained()` returns it in eval mode)."
+        )
+    return bert
+
+
+def _on_device(batch, bert):
+    device = bert.embeddings.word_embeddings.weight.device
+    return {name: tensor.to(device) for name, tensor in batch.items()}
+
+
+def _require_index(name: str, value, size: int, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"`{name}` must be an int, got {describe(value)}.")
+    if not 0 <= value < size:
+        raise ValueError(f"`{name}` must be from 0 to {size - 1} (the model has {size} {what}), got {value}.")
+
+
+__all__ = [
+    "ROLES",
+    "Ablation",
+    "HeadRoles",
+    "NeuronView",
+    "ablation_effects",
+    "attention_rollout",
+    "head_role_scores",
+    "heads_ablated",
+    "neuron_view",
+    "pooled_attention",
+    "rank_correlation",
+    "role_score",
+    "role_targets",
+    "sentence_tokens",
+    "token_removal_effect",
+]
