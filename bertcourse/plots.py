@@ -32,12 +32,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.collections import LineCollection
+from matplotlib.font_manager import FontProperties
 
 HEAD_VIEW_COLOR = (0.12, 0.47, 0.71)  # matplotlib's default blue, as RGB
-HEADS_GRID_MAX_WIDTH = 10.0  # inches: JupyterLab and Colab show a figure this wide without shrinking it
-HEADS_GRID_MARGIN = 1.8  # inches of a heads grid's width that are not panels: token labels, colourbar
+HEADS_GRID_MAX_SIZE = (12.0, 6.0)  # inches (width, height): a laptop's notebook shows this whole, unshrunk
 HEADS_GRID_LABEL_SIZE = 8.0  # points: the token labels of a heads grid
 HEADS_GRID_MIN_LABEL_SIZE = 5.0  # points: a long sentence's labels shrink to this, then some are left out
+_AXIS_LABEL_ROOM = 0.3  # inches for "query (attending)" left of the labels, "key (attended to)" below them
+_TICK_ROOM = 0.1  # inches between a panel and its token labels
+_SUPTITLE_ROOM = 0.4  # inches above the panels for the title
+_EDGE = 0.1  # inches of white above the panels when there is no title
+_PANEL_TITLE_ROOM = 0.28  # inches above each panel for "head 3"
+_COLUMN_GAP = 0.08  # inches between two panels of a row
+_COLORBAR_WIDTH = 0.14  # inches
+_COLORBAR_ROOM = _COLUMN_GAP + _COLORBAR_WIDTH + 0.75  # inches right of the panels: gap, colourbar, its ticks and label
 
 
 def plot_attention(
@@ -143,10 +151,14 @@ def plot_heads_grid(layer_weights, tokens, title=None):
     """Every head of one layer side by side: layer_weights (heads, seq, seq). Returns the Figure.
 
     All panels share one colour scale (0 to the largest weight), so heads compare fairly;
-    its colourbar stands right of the last column. Four heads to a row, and never wider
-    than ``HEADS_GRID_MAX_WIDTH`` inches, so a notebook shows it at full size and the
-    token labels stay readable: ``HEADS_GRID_LABEL_SIZE`` points, smaller for a long
-    sentence, and for a very long one only every second (third, ...) token is labelled.
+    its colourbar stands right of the last column. The grid is the one with the largest
+    panels inside ``HEADS_GRID_MAX_SIZE`` (12 heads: two rows of six), so a laptop shows the
+    whole layer without scrolling or shrinking it. Only the first column carries query
+    labels and only the bottom panels key labels: ``HEADS_GRID_LABEL_SIZE`` points, smaller
+    for a long sentence, and for a very long one only every second (third, ...) token.
+
+    The panels are placed by arithmetic, not by a layout engine: a layout engine measures
+    every label on every draw, which made the figure several times slower to show.
     """
     weights = as_array("layer_weights", layer_weights, ndim=3, shape_doc="(heads, seq, seq)")
     num_heads, q_len, k_len = weights.shape
@@ -158,37 +170,78 @@ def plot_heads_grid(layer_weights, tokens, title=None):
         raise ValueError(f"`layer_weights` must hold at least one token, got shape {weights.shape}.")
     tokens = as_token_list("tokens", tokens)
     require_length("tokens", tokens, q_len, "the sequence length of `layer_weights`")
-    columns = min(num_heads, 4)
-    rows = math.ceil(num_heads / columns)
-    room_for_panels = HEADS_GRID_MAX_WIDTH - HEADS_GRID_MARGIN
-    panel = min(1.2 + 0.2 * q_len, room_for_panels / columns)  # inches per head, square
-    row_height = panel * 72 / q_len  # points (72 to the inch) between two token labels
-    label_size = max(HEADS_GRID_MIN_LABEL_SIZE, min(HEADS_GRID_LABEL_SIZE, 0.8 * row_height))
-    label_step = math.ceil(label_size / row_height)  # label every token, or every second, ...: no overlap
-    ticks, tick_labels = range(0, q_len, label_step), tokens[::label_step]
-    figure, axes = plt.subplots(
-        rows,
-        columns,
-        figsize=(columns * panel + HEADS_GRID_MARGIN, rows * (panel + 0.35) + 1.2),
-        squeeze=False,
-        layout="constrained",
+    figure = plt.figure()
+    label_room = text_width_inches(figure, tokens, HEADS_GRID_LABEL_SIZE) + _TICK_ROOM  # at most, beside the panels
+    top = _SUPTITLE_ROOM if title is not None else _EDGE
+    rows, columns, panel = heads_grid_shape(
+        num_heads,
+        q_len,
+        HEADS_GRID_MAX_SIZE[0] - _AXIS_LABEL_ROOM - label_room - _COLORBAR_ROOM,
+        HEADS_GRID_MAX_SIZE[1] - top - _AXIS_LABEL_ROOM - label_room,
     )
+    row_height = panel * 72 / q_len  # points (72 to the inch) between two token labels
+    label_size = max(HEADS_GRID_MIN_LABEL_SIZE, min(HEADS_GRID_LABEL_SIZE, 0.9 * row_height))
+    label_step = math.ceil(label_size / (0.9 * row_height))  # label every token, or every second, ...: no overlap
+    ticks, tick_labels = range(0, q_len, label_step), tokens[::label_step]
+    label_room = text_width_inches(figure, tick_labels, label_size) + _TICK_ROOM  # as drawn
+    left = bottom = _AXIS_LABEL_ROOM + label_room
+    width = min(left + columns * panel + (columns - 1) * _COLUMN_GAP + _COLORBAR_ROOM, HEADS_GRID_MAX_SIZE[0])
+    height = min(top + rows * (_PANEL_TITLE_ROOM + panel) + bottom, HEADS_GRID_MAX_SIZE[1])  # min: rounding only
+    figure.set_size_inches(width, height)
     vmax = float(weights.max()) or 1.0
-    for head, ax in enumerate(axes.flat):
-        if head >= num_heads:
-            ax.axis("off")
-            continue
+    for head in range(num_heads):
+        row, column = divmod(head, columns)
+        x0 = left + column * (panel + _COLUMN_GAP)  # inches from the left edge
+        y0 = bottom + (rows - 1 - row) * (_PANEL_TITLE_ROOM + panel)  # inches from the bottom edge
+        ax = figure.add_axes((x0 / width, y0 / height, panel / width, panel / height))
         image = ax.imshow(weights[head], cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto", interpolation="nearest")
-        ax.set_title(f"head {head}", fontsize=9)
-        has_no_head_below = head + columns >= num_heads
-        ax.set_xticks(ticks, tick_labels if has_no_head_below else [], rotation=90, fontsize=label_size)
-        ax.set_yticks(ticks, tick_labels if head % columns == 0 else [], fontsize=label_size)
-    figure.colorbar(image, ax=axes, label="attention weight", shrink=0.9 if rows == 1 else 0.6, aspect=30, pad=0.02)
-    figure.supxlabel("key (attended to)")
-    figure.supylabel("query (attending)")
+        ax.set_title(f"head {head}", fontsize=9, pad=3)
+        if head + columns >= num_heads:  # no head below: this panel labels the keys
+            ax.set_xticks(ticks, tick_labels, rotation=90, fontsize=label_size)
+        else:
+            ax.set_xticks([])
+        if column == 0:
+            ax.set_yticks(ticks, tick_labels, fontsize=label_size)
+        else:
+            ax.set_yticks([])
+    panels_right = left + columns * panel + (columns - 1) * _COLUMN_GAP
+    panels_height = rows * panel + (rows - 1) * _PANEL_TITLE_ROOM
+    colorbar_axes = figure.add_axes(
+        ((panels_right + _COLUMN_GAP) / width, bottom / height, _COLORBAR_WIDTH / width, panels_height / height)
+    )
+    figure.colorbar(image, cax=colorbar_axes, label="attention weight")
+    figure.supxlabel("key (attended to)", x=(left + panels_right) / 2 / width, y=0.02, va="bottom")
+    figure.supylabel("query (attending)", x=0.04 / width, ha="left", y=(bottom + panels_height / 2) / height)
     if title is not None:
-        figure.suptitle(title)
+        figure.suptitle(title, x=(left + panels_right) / 2 / width, y=1 - 0.08 / height, va="top")
     return figure
+
+
+def heads_grid_shape(num_heads: int, seq_len: int, room_width: float, room_height: float) -> tuple[int, int, float]:
+    """(rows, columns, panel inches) of the grid with the largest square panels that fit the room.
+
+    A panel is at most ``1.2 + 0.2 * seq_len`` inches (a short sentence needs no more); of
+    two grids with equal panels, the one with fewer rows wins.
+    """
+    best = None
+    for columns in range(1, num_heads + 1):
+        rows = math.ceil(num_heads / columns)
+        panel = min(
+            1.2 + 0.2 * seq_len,
+            (room_width - (columns - 1) * _COLUMN_GAP) / columns,
+            room_height / rows - _PANEL_TITLE_ROOM,
+        )
+        if best is None or (panel, -rows) > (best[2], -best[0]):
+            best = (rows, columns, panel)
+    return best
+
+
+def text_width_inches(figure, texts: list[str], size: float) -> float:
+    """The width, in inches, of the widest of ``texts`` at ``size`` points, as ``figure`` would draw it."""
+    renderer = figure.canvas.get_renderer()
+    font = FontProperties(size=size)
+    widest = max(renderer.get_text_width_height_descent(text, font, ismath=False)[0] for text in texts)
+    return widest / figure.dpi
 
 
 def as_array(name: str, x, *, ndim: int, shape_doc: str) -> np.ndarray:

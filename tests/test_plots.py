@@ -9,7 +9,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 import bertcourse as bc
-from bertcourse.plots import plot_attention, plot_head_view, plot_heads_grid, plot_position_encoding
+from bertcourse.plots import heads_grid_shape, plot_attention, plot_head_view, plot_heads_grid, plot_position_encoding
 
 matplotlib.use("Agg")
 
@@ -205,27 +205,49 @@ def test_heads_grid_draws_every_head_with_its_own_map():
         np.testing.assert_allclose(ax.images[0].get_array(), layer_weights[head].numpy())
         assert ax.images[0].get_clim() == pytest.approx((0.0, float(layer_weights.max())))
     assert tick_labels(heads[0].get_yticklabels()) == TOKENS  # first column carries the query labels
-    assert set(tick_labels(heads[1].get_yticklabels())) == {""}
-    assert tick_labels(heads[2].get_xticklabels()) == TOKENS  # 4 columns, 6 heads: no head below head 2
-    assert set(tick_labels(heads[1].get_xticklabels())) == {""}  # head 5 is below head 1
+    assert tick_labels(heads[3].get_xticklabels()) == TOKENS  # one row of six: every panel labels the keys
+    assert list(heads[1].get_yticks()) == []  # no empty labels either: fewer artists to draw
     assert figure.get_suptitle() == "layer 1"
+
+
+def test_heads_grid_labels_keys_only_below_the_last_row_and_queries_only_left_of_the_first_column():
+    figure = plot_heads_grid(random_attention(12, 5, 5), TOKENS)
+    heads = head_panels(figure)
+    for head, ax in enumerate(heads):
+        assert tick_labels(ax.get_yticklabels()) == (TOKENS if head % 6 == 0 else [])
+        assert tick_labels(ax.get_xticklabels()) == (TOKENS if head >= 6 else [])
 
 
 def head_panels(figure):
     return [ax for ax in figure.axes if ax.get_title().startswith("head")]
 
 
-@pytest.mark.parametrize(("num_heads", "seq_len"), [(12, 13), (12, 5), (4, 13), (2, 5)])
-def test_heads_grid_fits_a_notebook_with_token_labels_of_8_points(num_heads, seq_len):
+@pytest.mark.parametrize(
+    ("num_heads", "seq_len", "rows", "columns"), [(12, 13, 2, 6), (12, 5, 2, 6), (4, 13, 1, 4), (2, 5, 1, 2)]
+)
+def test_heads_grid_fits_a_laptop_window_with_token_labels_of_8_points(num_heads, seq_len, rows, columns):
     tokens = [f"token{i}" for i in range(seq_len)]
-    figure = plot_heads_grid(random_attention(num_heads, seq_len, seq_len), tokens)
-    assert figure.get_size_inches()[0] <= 10.0  # a notebook shows it at full size, not shrunk
+    figure = plot_heads_grid(random_attention(num_heads, seq_len, seq_len), tokens, title="layer 0")
+    width, height = figure.get_size_inches()
+    assert width <= 12.0 and height <= 6.0  # shown whole: no scrolling, not shrunk
     heads = head_panels(figure)
+    assert len({round(ax.get_position().y0, 6) for ax in heads}) == rows
+    assert len({round(ax.get_position().x0, 6) for ax in heads}) == columns
     assert {label.get_fontsize() for label in heads[0].get_yticklabels()} == {8.0}
     assert {label.get_fontsize() for label in heads[-1].get_xticklabels()} == {8.0}
 
 
-@pytest.mark.parametrize(("seq_len", "step"), [(20, 1), (40, 2), (80, 3)])
+@pytest.mark.parametrize(
+    ("num_heads", "room", "shape"),
+    [(12, (10.0, 4.6), (2, 6)), (12, (4.0, 9.0), (4, 3)), (1, (5.0, 5.0), (1, 1)), (16, (10.0, 4.6), (3, 6))],
+)
+def test_heads_grid_shape_picks_the_largest_panels_that_fit(num_heads, room, shape):
+    rows, columns, panel = heads_grid_shape(num_heads, 13, *room)
+    assert (rows, columns) == shape
+    assert columns * panel <= room[0] and rows * panel <= room[1]
+
+
+@pytest.mark.parametrize(("seq_len", "step"), [(20, 1), (40, 2), (80, 4)])
 def test_heads_grid_labels_of_a_long_sentence_shrink_then_thin_out_but_never_overlap(seq_len, step):
     tokens = [f"t{i}" for i in range(seq_len)]
     figure = plot_heads_grid(random_attention(12, seq_len, seq_len), tokens)
@@ -239,6 +261,25 @@ def test_heads_grid_labels_of_a_long_sentence_shrink_then_thin_out_but_never_ove
     assert size < label_spacing_points
 
 
+@pytest.mark.parametrize("tokens", [TOKENS, ["[CLS]", "internationalisation", "##s", "[SEP]"]])
+def test_heads_grid_keeps_every_label_inside_the_figure_and_off_the_others(tokens):
+    n = len(tokens)
+    figure = plot_heads_grid(random_attention(12, n, n), tokens, title="layer 3: all 12 heads")
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    canvas = figure.bbox
+    heads = head_panels(figure)
+    y_labels = [label.get_window_extent(renderer) for label in heads[0].get_yticklabels()]
+    x_labels = [label.get_window_extent(renderer) for ax in heads[6:] for label in ax.get_xticklabels()]
+    axis_labels = [text.get_window_extent(renderer) for text in (figure._supylabel, figure._supxlabel)]
+    for box in [*y_labels, *x_labels, *axis_labels, figure._suptitle.get_window_extent(renderer)]:
+        assert canvas.x0 <= box.x0 and box.x1 <= canvas.x1 and canvas.y0 <= box.y0 and box.y1 <= canvas.y1
+    assert not any(axis_labels[0].overlaps(box) for box in y_labels)  # "query (attending)" beside the tokens
+    assert not any(axis_labels[1].overlaps(box) for box in x_labels)  # "key (attended to)" below them
+    panels = [ax.get_window_extent(renderer) for ax in heads]
+    assert not any(panel.overlaps(box) for panel in panels for box in y_labels + x_labels)
+
+
 def test_heads_grid_colorbar_stands_next_to_the_last_column():
     figure = plot_heads_grid(random_attention(12, 13, 13), [f"token{i}" for i in range(13)])
     figure.canvas.draw()
@@ -246,6 +287,9 @@ def test_heads_grid_colorbar_stands_next_to_the_last_column():
     last_column_right = max(ax.get_position().x1 for ax in head_panels(figure))
     gap_inches = (colorbar.get_position().x0 - last_column_right) * figure.get_size_inches()[0]
     assert 0 < gap_inches < 0.3
+    top = max(ax.get_position().y1 for ax in head_panels(figure))
+    bottom = min(ax.get_position().y0 for ax in head_panels(figure))
+    assert colorbar.get_position().y0 == pytest.approx(bottom) and colorbar.get_position().y1 == pytest.approx(top)
 
 
 def test_heads_grid_rejects_a_single_map_naming_layer_weights():

@@ -11,15 +11,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from ipywidgets import Checkbox
+from ipywidgets import Checkbox, Label
 from matplotlib import patheffects
 from matplotlib.collections import LineCollection
 from torch.testing import assert_close
 
 import bertcourse as bc
+from bertcourse import experiments
 from bertcourse.widgets import (
     AttentionExplorer,
     MaskingExplorer,
@@ -89,6 +89,20 @@ def test_scaling_explorer_draws_one_softmax_row_with_its_entropy_and_gradient():
     assert ax_scores.get_title() == f"scores $q \\cdot k / \\sqrt{{d_k}}$ (std {drawn['score_std']:.2f})"
 
 
+def test_scaling_explorer_draws_exactly_softmax_saturation():
+    explorer = ScalingExplorer(num_keys=12, d_k=256, scaled=False, seed=4)
+    measured = experiments.softmax_saturation(256, scaled=False, num_keys=12, seed=4)
+    drawn = explorer.drawn
+    assert torch.equal(drawn["scores"], measured["scores"])
+    assert torch.equal(drawn["matrix"][0], measured["weights"])
+    for key in ("entropy", "max_entropy", "score_std"):
+        assert drawn[key] == measured[key]
+    assert drawn["grad_norm"] == measured["jacobian_norm"]
+    ax_scores, ax_weights = drawn["figure"].axes
+    np.testing.assert_array_equal([bar.get_height() for bar in ax_scores.patches], measured["scores"].numpy())
+    np.testing.assert_array_equal([bar.get_height() for bar in ax_weights.patches], measured["weights"].numpy())
+
+
 def test_scaling_explorer_d_k_slider_runs_from_2_to_1024_and_redraws():
     explorer = ScalingExplorer(d_k=64)
     assert explorer.d_k.options[0] == 2 and explorer.d_k.options[-1] == 1024
@@ -145,6 +159,16 @@ def test_masking_with_padding_zeroes_the_pad_columns_and_real_rows_sum_to_one():
     assert panels[0].images[0].get_clim() == (0, 1)  # yellow = 1 = may attend, whatever the mask holds
     np.testing.assert_allclose(panels[1].images[0].get_array(), drawn["matrix"].numpy())
     assert [t.get_text() for t in panels[1].get_xticklabels()] == drawn["tokens"]
+
+
+@pytest.mark.parametrize(("padding", "causal"), [(True, False), (False, True)])
+def test_masking_explorer_draws_exactly_masked_attention(padding, causal):
+    explorer = MaskingExplorer(lengths=(5, 3, 7), padding=padding, causal=causal, sentence=2, seed=2)
+    measured = experiments.masked_attention([5, 3, 7], padding, causal, max_len=9, seed=2)
+    assert torch.equal(explorer.drawn["matrix"], measured["weights"][2])
+    assert torch.equal(explorer.drawn["mask"], measured["mask"][2])
+    explorer.sentence.value = 1
+    assert torch.equal(explorer.drawn["matrix"], measured["weights"][1])
 
 
 def test_masking_without_padding_lets_real_tokens_attend_to_pad():
@@ -211,6 +235,10 @@ def test_masking_explorer_refuses_bad_lengths():
 # --- PositionalEncodingExplorer ---------------------------------------------------------------------------
 
 
+def positional_axes(drawn):
+    return {ax.get_title(): ax for ax in drawn["figure"].axes}
+
+
 def test_positional_explorer_highlights_the_row_and_column_of_the_table():
     explorer = PositionalEncodingExplorer(max_len=50, d_model=64, position=10, dimension=4)
     table = bc.sinusoidal_position_encoding(50, 64)
@@ -219,9 +247,11 @@ def test_positional_explorer_highlights_the_row_and_column_of_the_table():
     assert_close(drawn["row"], table[10])
     assert_close(drawn["column"], table[:, 4])
     assert drawn["value"] == pytest.approx(float(table[10, 4]))
+    assert drawn["wavelength"] == experiments.sinusoid_wavelength(4, 64)
     assert drawn["wavelength"] == pytest.approx(2 * math.pi * 10000 ** (4 / 64))
+    assert drawn["turns"] == pytest.approx(50 / drawn["wavelength"])
     assert drawn["title"] == f"position 10, dimension 4 (sin, wavelength 11.2): value {float(table[10, 4]):.3f}"
-    axes = {ax.get_title(): ax for ax in drawn["figure"].axes}
+    axes = positional_axes(drawn)
     np.testing.assert_allclose(axes["sinusoidal position encoding"].images[0].get_array(), table.numpy())
     patches = axes["sinusoidal position encoding"].patches
     highlights = [(p.get_xy(), p.get_width(), p.get_height()) for p in patches]
@@ -230,8 +260,15 @@ def test_positional_explorer_highlights_the_row_and_column_of_the_table():
         assert matplotlib.colors.to_hex(patch.get_edgecolor()) == "#00ff00"
         assert patch.get_linewidth() >= 2.5
         assert [type(effect) for effect in patch.get_path_effects()] == [patheffects.Stroke, patheffects.Normal]
-    wave_line = axes["dimension 4 across positions (sin)"].lines[0]
-    np.testing.assert_allclose(wave_line.get_ydata(), table[:, 4].numpy())
+    near = axes["dimension 4 (sin) near position 10"]
+    assert drawn["window"] == range(0, 49)  # 24 on each side, shifted to start at position 0
+    np.testing.assert_array_equal(near.lines[0].get_xdata(), np.arange(49))
+    np.testing.assert_allclose(near.lines[0].get_ydata(), table[:49, 4].numpy())
+    assert near.get_ylim() == (-1.1, 1.1)
+    every = axes["over all 50 positions: 4.47 turns"]
+    np.testing.assert_allclose(every.lines[0].get_ydata(), table[:, 4].numpy())
+    for ax in (near, every):
+        assert (ax.lines[1].get_xdata()[0], ax.lines[1].get_ydata()[0]) == (10, pytest.approx(drawn["value"]))
     vector_line = axes["position 10: its vector"].lines[0]
     np.testing.assert_allclose(vector_line.get_ydata(), table[10].numpy())
 
@@ -243,6 +280,7 @@ def test_positional_explorer_sliders_move_the_highlight():
     explorer.position.value = 33
     assert_close(explorer.drawn["row"], table[33])
     assert explorer.drawn["position"] == 33
+    assert explorer.drawn["window"] == range(1, 50)  # the window stops at the last position
     explorer.dimension.value = 1
     assert_close(explorer.drawn["column"], table[:, 1])
     assert explorer.drawn["value"] == pytest.approx(float(table[33, 1]))
@@ -250,45 +288,32 @@ def test_positional_explorer_sliders_move_the_highlight():
     assert "(cos, wavelength 6.3)" in explorer.drawn["title"]
 
 
+def test_positional_explorer_has_bert_s_512_positions_so_slow_waves_move():
+    explorer = PositionalEncodingExplorer()
+    assert explorer.position.max == 511
+    assert explorer.position.continuous_update is False  # 512 steps: redrawn on release, not on every one
+    assert explorer.drawn["matrix"].shape == (512, 64)
+    explorer.dimension.value = 60
+    explorer.position.value = 400
+    drawn = explorer.drawn
+    assert drawn["window"] == range(376, 425)
+    assert drawn["turns"] == pytest.approx(512 / (2 * math.pi * 10000 ** (60 / 64)))
+    axes = positional_axes(drawn)
+    every = axes[f"over all 512 positions: {drawn['turns']:.3g} turns"]
+    column = drawn["column"]
+    assert float(column[511] - column[0]) > 0.08  # sin(p / 5623) rises over 512 positions ...
+    low, high = every.get_ylim()
+    assert high - low < 0.2  # ... and the y axis is fitted to it, so the rise fills the panel
+    assert low <= float(column.min()) and high >= float(column.max())
+    every.figure.canvas.draw()
+    assert every.yaxis.get_offset_text().get_text() == ""  # tick labels in plain numbers
+
+
 # --- gradient_norms_per_layer and ResidualExplorer -------------------------------------------------------
 
 
-def gradient_norms_written_out(depth, residual, layer_norm=False, width=64, seed=0):
-    """Notebook 06's measurement, as the notebook writes it (global seed, float64)."""
-    torch.manual_seed(seed)
-    layers = [torch.nn.Linear(width, width, dtype=torch.float64) for _ in range(depth)]
-    h = torch.randn(32, width, dtype=torch.float64)
-    target = torch.randn(32, width, dtype=torch.float64)
-    for layer in layers:
-        h = h + torch.tanh(layer(h)) if residual else torch.tanh(layer(h))
-        if layer_norm:
-            h = F.layer_norm(h, (width,), eps=1e-12)
-    F.mse_loss(h, target).backward()
-    return torch.tensor([layer.weight.grad.norm().item() for layer in layers], dtype=torch.float64)
-
-
-@pytest.mark.parametrize("residual", [False, True])
-@pytest.mark.parametrize("layer_norm", [False, True])
-def test_gradient_norms_per_layer_is_notebook_06s_measurement(residual, layer_norm):
-    norms = gradient_norms_per_layer(12, residual, layer_norm, width=16, seed=3)
-    assert norms.shape == (12,) and norms.dtype == torch.float64
-    assert torch.equal(norms, gradient_norms_written_out(12, residual, layer_norm, width=16, seed=3))
-
-
-def test_gradient_norms_per_layer_leaves_the_callers_random_state_and_grad_mode_alone():
-    torch.manual_seed(1234)
-    state = torch.get_rng_state()
-    with torch.no_grad():  # the measurement needs a backward pass even inside no_grad
-        norms = gradient_norms_per_layer(5, residual=True)
-    assert torch.equal(torch.get_rng_state(), state)
-    assert (norms > 0).all() and not norms.requires_grad
-    assert torch.equal(gradient_norms_per_layer(5, residual=True, seed=1), gradient_norms_per_layer(5, True, seed=1))
-    assert not torch.equal(gradient_norms_per_layer(5, True, seed=1), norms)
-
-
-def test_gradient_norms_per_layer_refuses_a_depth_of_zero():
-    with pytest.raises(ValueError, match=r"`depth` must be a positive int, got 0"):
-        gradient_norms_per_layer(0, residual=True)
+def test_gradient_norms_per_layer_is_still_importable_from_widgets():
+    assert gradient_norms_per_layer is experiments.gradient_norms_per_layer  # notebook 06 imports it from here
 
 
 def plotted_line(drawn):
@@ -467,12 +492,49 @@ def test_attention_explorer_all_heads_view_draws_the_whole_layer(pretrained, att
     assert drawn["head"] is None
     assert drawn["title"] == "layer 1: all 12 heads"
     assert explorer.head.disabled and explorer.average_heads.disabled
+    assert explorer.note.value == drawn["note"] == "all heads are shown: head and average do not apply"
     head_axes = [ax for ax in drawn["figure"].axes if ax.get_title().startswith("head")]
     assert len(head_axes) == 12
     np.testing.assert_allclose(head_axes[11].images[0].get_array(), attentions[1][0, 11].numpy(), rtol=1e-6)
+    assert {ax.images[0].get_clim() for ax in head_axes} == {(0.0, float(attentions[1][0].max()))}  # one scale
+    width, height = drawn["figure"].get_size_inches()
+    assert width <= 12.0 and height <= 6.0  # fits a laptop's window whole
+    assert len({ax.get_position().y0 for ax in head_axes}) == 2  # two rows of six
     explorer.view.value = "heatmap"
-    assert not explorer.head.disabled
+    assert not explorer.head.disabled and not explorer.average_heads.disabled
+    assert explorer.note.value == "" and explorer.drawn["note"] == ""
     assert drawn is not explorer.drawn and explorer.drawn["matrix"].shape == (13, 13)
+
+
+def test_attention_explorer_says_why_a_control_is_greyed_out(attention_explorer):
+    explorer = attention_explorer
+    (note,) = [leaf for leaf in widget_leaves(explorer.widget) if isinstance(leaf, Label)]
+    assert note is explorer.note
+    row = next(child for child in explorer.widget.children if explorer.head in getattr(child, "children", ()))
+    assert list(row.children[-2:]) == [explorer.average_heads, note]  # beside the controls it explains
+    assert note.value == ""
+    explorer.average_heads.value = True
+    assert explorer.head.disabled and not explorer.average_heads.disabled
+    assert note.value == "the mean over heads is shown: head does not apply"
+    explorer.view.value = "all heads"
+    assert note.value == "all heads are shown: head and average do not apply"
+    explorer.view.value = "head view"
+    assert note.value == "the mean over heads is shown: head does not apply"
+    explorer.average_heads.value = False
+    assert note.value == "" and not explorer.head.disabled
+
+
+def test_attention_explorer_draws_exactly_attention_maps(pretrained, attention_explorer):
+    model, tok = pretrained
+    text = "Paris is the capital of France."
+    tokens, maps = experiments.attention_maps(model, tok, text)
+    explorer = attention_explorer
+    explorer.text.value = text
+    explorer.layer.value = 4
+    explorer.view.value = "all heads"
+    assert explorer.drawn["tokens"] == tokens
+    assert torch.equal(explorer.drawn["matrix"], maps[4])
+    assert explorer.attentions_for(text)[1][4] is explorer.drawn["matrix"]  # kept, not run again
 
 
 def test_attention_explorer_runs_the_model_once_per_text(pretrained):
@@ -577,7 +639,9 @@ def test_redrawing_closes_every_figure(attention_explorer):
     [
         (lambda m, t: AttentionExplorer(m, t, layer=10), r"`layer` must be an int from 0 to 5, got 10"),
         (lambda m, t: AttentionExplorer(m, t, head=-1), r"`head` must be an int from 0 to 11, got -1"),
-        (lambda m, t: PositionalEncodingExplorer(position=100), r"`position` must be an int from 0 to 49, got 100"),
+        (lambda m, t: PositionalEncodingExplorer(position=512), r"`position` must be an int from 0 to 511, got 512"),
+        (lambda m, t: MaskingExplorer(seed=-2), r"`seed` must be a non-negative int, got -2"),
+        (lambda m, t: ResidualExplorer(seed="0"), r"`seed` must be a non-negative int, got '0'"),
         (lambda m, t: PositionalEncodingExplorer(dimension=-3), r"`dimension` must be an int from 0 to 63"),
         (lambda m, t: ScalingExplorer(seed=500), r"`seed` must be an int from 0 to 99, got 500"),
         (lambda m, t: MaskingExplorer(lengths=3), r"`lengths` must be 3 ints"),

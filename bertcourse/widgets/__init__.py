@@ -6,7 +6,9 @@
     ResidualExplorer()                       the gradient reaching each layer of a deep stack, residuals on or off (06)
     AttentionExplorer(model, tokenizer)      the attention maps of a real BERT, layer by layer, head by head (07)
 
-    gradient_norms_per_layer(depth, residual)   the measurement ResidualExplorer draws, for use on its own
+Every number an explorer draws comes from a pure, seeded function of ``bertcourse.experiments``
+(importable without ipywidgets or matplotlib); ``gradient_norms_per_layer``, the measurement
+ResidualExplorer draws, is re-exported here, where notebook 06 imports it from.
 
 Later notebooks add their explorers in modules of their own in this subpackage; the shared
 plumbing (_Explorer) is in bertcourse.widgets._base.
@@ -19,20 +21,20 @@ particular to each explorer (listed in its docstring). Redrawing happens at once
 the control's change, so ``drawn`` is up to date as soon as ``.value`` is set.
 
 How they stay portable: core ipywidgets only (sliders, checkboxes, toggle buttons, a text
-box, a dropdown, boxes and ``interactive_output``), drawn with inline matplotlib and ``plt.show()``. No
+box, a dropdown, a label, boxes and ``interactive_output``), drawn with inline matplotlib and ``plt.show()``. No
 ipympl, no JavaScript from a CDN, nothing that exists only in ipywidgets 8, so the same code
 runs in Colab (ipywidgets 7.7.1), JupyterLab 4 and Binder (ipywidgets 8). Each figure is
 closed after it is shown, so moving a slider a thousand times does not pile up figures.
 For bertviz's browser head view of the same attentions, see ``bertcourse.plots``.
 """
 
+from ..experiments import gradient_norms_per_layer
 from .explorers import (
     AttentionExplorer,
     MaskingExplorer,
     PositionalEncodingExplorer,
     ResidualExplorer,
     ScalingExplorer,
-    gradient_norms_per_layer,
 )
 
 __all__ = [

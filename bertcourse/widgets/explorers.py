@@ -1,4 +1,8 @@
-"""The explorers of notebooks 01-07; see ``bertcourse.widgets`` for how every explorer works."""
+"""The explorers of notebooks 01-07; see ``bertcourse.widgets`` for how every explorer works.
+
+Each ``_draw`` calls a measurement of ``bertcourse.experiments`` and only draws what it returns,
+so every number on screen can be recomputed, and tested, without a widget.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,19 @@ import math
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
-import torch.nn.functional as F
 from matplotlib import patheffects
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator
 
 from .._validation import require_positive_int
-from ..attention import attention_scores, qkv_projection, scaled_dot_product_attention
-from ..masks import causal_mask, combine_masks, padding_mask
+from ..experiments import (
+    _require_seed,
+    attention_maps,
+    gradient_norms_per_layer,
+    masked_attention,
+    sinusoid_wavelength,
+    softmax_saturation,
+)
 from ..plots import plot_attention, plot_head_view, plot_heads_grid, plot_position_encoding
 from ..positional import sinusoidal_position_encoding
 from ._base import DEFAULT_TEXT, WIDE, _Explorer, _require_in_range, checkbox
@@ -30,7 +39,8 @@ class ScalingExplorer(_Explorer):
     Controls: ``d_k`` (2 ... 1024, powers of two), ``scaled`` (divide by sqrt(d_k)), ``seed``.
     ``drawn``: matrix (1, num_keys) -- the query's row of attention weights --, scores
     (num_keys,) after any scaling, score_std, entropy (nats), max_entropy (log num_keys),
-    grad_norm (Frobenius norm of the softmax Jacobian), title, figure.
+    grad_norm (Frobenius norm of the softmax Jacobian), title, figure: exactly what
+    ``bertcourse.experiments.softmax_saturation(d_k, scaled, num_keys, seed)`` measures.
     """
 
     D_K_CHOICES = tuple(2**power for power in range(1, 11))  # 2, 4, ..., 1024
@@ -48,17 +58,9 @@ class ScalingExplorer(_Explorer):
         self._assemble(controls, [widgets.HBox([self.d_k, self.scaled, self.seed])])
 
     def _draw(self, d_k: int, scaled: bool, seed: int) -> dict:
-        generator = torch.Generator().manual_seed(seed)
-        q = torch.randn(1, d_k, generator=generator)  # (1, d_k): one query
-        k = torch.randn(self.num_keys, d_k, generator=generator)  # (num_keys, d_k)
-        scores = attention_scores(q, k)[0]  # (num_keys,), variance d_k
-        if scaled:
-            scores = scores / math.sqrt(d_k)  # variance 1 again
-        weights = torch.softmax(scores, dim=-1)  # (num_keys,)
-        entropy = float(torch.special.entr(weights).sum())  # -sum p log p, with 0 log 0 = 0
-        jacobian = torch.diag(weights) - torch.outer(weights, weights)  # d weights_i / d scores_j
-        grad_norm = float(torch.linalg.matrix_norm(jacobian))
-        max_entropy = math.log(self.num_keys)
+        measured = softmax_saturation(d_k, scaled, self.num_keys, seed)
+        scores, weights = measured["scores"], measured["weights"]  # (num_keys,) each
+        entropy, max_entropy, grad_norm = measured["entropy"], measured["max_entropy"], measured["jacobian_norm"]
         how = r"scores / $\sqrt{d_k}$" if scaled else "unscaled scores"
         title = (
             f"$d_k$ = {d_k}, {how}: entropy {entropy:.2f} of at most {max_entropy:.2f} nats, "
@@ -68,7 +70,7 @@ class ScalingExplorer(_Explorer):
         keys = range(self.num_keys)
         ax_scores.bar(keys, scores.numpy(), color="tab:gray")
         score_formula = r"$q \cdot k / \sqrt{d_k}$" if scaled else r"$q \cdot k$"
-        ax_scores.set_title(f"scores {score_formula} (std {float(scores.std()):.2f})")
+        ax_scores.set_title(f"scores {score_formula} (std {measured['score_std']:.2f})")
         ax_scores.set_xlabel("key")
         ax_scores.set_ylabel("score")
         ax_weights.bar(keys, weights.numpy(), color="tab:blue")
@@ -80,7 +82,7 @@ class ScalingExplorer(_Explorer):
         return {
             "matrix": weights[None, :],  # (1, num_keys)
             "scores": scores,
-            "score_std": float(scores.std()),
+            "score_std": measured["score_std"],
             "entropy": entropy,
             "max_entropy": max_entropy,
             "grad_norm": grad_norm,
@@ -94,7 +96,8 @@ class MaskingExplorer(_Explorer):
 
     The sentences are cut to the lengths on the sliders and padded with [PAD] to the longest.
     Queries, keys and values come from random vectors (one shared vector for every [PAD]),
-    so the picture is about the masks, not about meaning.
+    so the picture is about the masks, not about meaning: the numbers are
+    ``bertcourse.experiments.masked_attention(lengths, padding, causal, max_len=9, seed=seed)``.
 
     Controls: ``lengths`` (a list of three sliders, 1 ... max_len), ``padding`` (mask the
     [PAD] keys), ``causal`` (mask future keys, as GPT does), ``sentence`` (which one to draw).
@@ -118,11 +121,8 @@ class MaskingExplorer(_Explorer):
         ):
             raise ValueError(f"`lengths` must be {len(self.words)} ints from 1 to {max_len}, got {lengths!r}.")
         _require_in_range("sentence", sentence, 0, len(self.words) - 1)
-        d_model = 8
-        generator = torch.Generator().manual_seed(seed)
-        self._vectors = torch.randn(len(self.words), max_len, d_model, generator=generator)  # (batch, max, d)
-        self._pad_vector = torch.randn(d_model, generator=generator)  # (d,): every [PAD] looks the same
-        self._w_q, self._w_k, self._w_v = torch.randn(3, d_model, d_model, generator=generator) / math.sqrt(d_model)
+        _require_seed(seed)
+        self._max_len, self._seed = max_len, seed  # of the random batch; not controls
         self.lengths = [
             widgets.IntSlider(value=n, min=1, max=max_len, description=f"sentence {i + 1} length", style=WIDE)
             for i, n in enumerate(lengths)
@@ -138,18 +138,9 @@ class MaskingExplorer(_Explorer):
 
     def _draw(self, padding: bool, causal: bool, sentence: int, **length_values) -> dict:
         lengths = [length_values[f"length_{i}"] for i in range(len(self.lengths))]
+        measured = masked_attention(lengths, padding, causal, max_len=self._max_len, seed=self._seed)
+        weights, sentence_mask = measured["weights"][sentence], measured["mask"][sentence]  # (seq, seq) each
         seq_len = max(lengths)
-        real = padding_mask(lengths, seq_len)  # (batch, seq): True at real tokens
-        x = torch.where(real[..., None], self._vectors[:, :seq_len], self._pad_vector)  # (batch, seq, d)
-        q, k, v = qkv_projection(x, self._w_q, self._w_k, self._w_v)  # (batch, seq, d) each
-        mask = combine_masks(
-            real[:, None, :] if padding else None,  # (batch, 1, seq): no query looks at a [PAD] key
-            causal_mask(seq_len) if causal else None,  # (seq, seq): no query looks ahead
-        )
-        _, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, seq, seq)
-        if mask is None:
-            mask = torch.ones(seq_len, seq_len, dtype=torch.bool)
-        sentence_mask = mask.expand(len(lengths), seq_len, seq_len)[sentence]  # (seq, seq)
         n_real = lengths[sentence]
         tokens = self.words[sentence][:n_real] + ["[PAD]"] * (seq_len - n_real)
         title = (
@@ -166,10 +157,10 @@ class MaskingExplorer(_Explorer):
             vmin=0,
             vmax=1,
         )
-        plot_attention(weights[sentence], tokens, ax=ax_weights, title="attention weights")
+        plot_attention(weights, tokens, ax=ax_weights, title="attention weights")
         figure.suptitle(title)
         return {
-            "matrix": weights[sentence],  # (seq, seq)
+            "matrix": weights,  # (seq, seq)
             "mask": sentence_mask,
             "tokens": tokens,
             "lengths": lengths,
@@ -182,17 +173,30 @@ class MaskingExplorer(_Explorer):
 class PositionalEncodingExplorer(_Explorer):
     """The sinusoidal table with one position (row) and one dimension (column) picked out.
 
-    Controls: ``position`` (0 ... max_len - 1) and ``dimension`` (0 ... d_model - 1).
-    ``drawn``: matrix (max_len, d_model) the whole table, row (d_model,) the position's
-    vector, column (max_len,) the dimension's wave, value (their crossing), position,
-    dimension, wavelength (in positions), title, figure.
+    The table has ``max_len`` positions (512 by default, as many as BERT reads), so the
+    slow waves of the high dimensions have room to move. On the right, the dimension's
+    wave twice: near the position (a window of ``WINDOW`` positions on a fixed -1 ... 1
+    scale, where a fast wave reads clearly) and over all positions (its y axis fitted to
+    the wave, where a slow one does: dimension 60 turns only 1.5% of a full wave in 512
+    positions); below them, the position's whole vector.
+
+    Controls: ``position`` (0 ... max_len - 1; redrawn when the slider is released) and
+    ``dimension`` (0 ... d_model - 1). ``drawn``: matrix (max_len, d_model) the whole table,
+    row (d_model,) the position's vector, column (max_len,) the dimension's wave, value
+    (their crossing), position, dimension, wavelength (positions per turn, from
+    ``bertcourse.experiments.sinusoid_wavelength``), turns (max_len / wavelength), window
+    (the range of positions of the near view), title, figure.
     """
 
-    def __init__(self, max_len: int = 50, d_model: int = 64, position: int = 10, dimension: int = 4):
+    WINDOW = 49  # positions in the near view: the position and 24 on each side
+
+    def __init__(self, max_len: int = 512, d_model: int = 64, position: int = 10, dimension: int = 4):
         self.table = sinusoidal_position_encoding(max_len, d_model)  # (max_len, d_model)
         _require_in_range("position", position, 0, max_len - 1)
         _require_in_range("dimension", dimension, 0, d_model - 1)
-        self.position = widgets.IntSlider(value=position, min=0, max=max_len - 1, description="position")
+        self.position = widgets.IntSlider(
+            value=position, min=0, max=max_len - 1, description="position", continuous_update=False
+        )
         self.dimension = widgets.IntSlider(value=dimension, min=0, max=d_model - 1, description="dimension")
         controls = {"position": self.position, "dimension": self.dimension}
         self._assemble(controls, [widgets.HBox([self.position, self.dimension])])
@@ -202,23 +206,32 @@ class PositionalEncodingExplorer(_Explorer):
         row = self.table[position]  # (d_model,)
         column = self.table[:, dimension]  # (max_len,)
         value = float(self.table[position, dimension])
-        pair = dimension // 2  # dimensions 2i (sin) and 2i + 1 (cos) share a frequency
-        wavelength = 2 * math.pi * 10000.0 ** (2 * pair / d_model)
+        wavelength = sinusoid_wavelength(dimension, d_model)
+        turns = max_len / wavelength
+        start = min(max(position - self.WINDOW // 2, 0), max(max_len - self.WINDOW, 0))
+        window = range(start, min(start + self.WINDOW, max_len))
         wave = "sin" if dimension % 2 == 0 else "cos"
         title = f"position {position}, dimension {dimension} ({wave}, wavelength {wavelength:.1f}): value {value:.3f}"
-        figure = plt.figure(figsize=(12, 4.8), layout="constrained")
-        grid = figure.add_gridspec(2, 2, width_ratios=(1.2, 1))
+        figure = plt.figure(figsize=(12, 5.2), layout="constrained")
+        grid = figure.add_gridspec(2, 3, width_ratios=(1.1, 1, 1))
         ax_table = figure.add_subplot(grid[:, 0])
         plot_position_encoding(self.table, ax=ax_table, title="sinusoidal position encoding")
         ax_table.add_patch(highlight((-0.5, position - 0.5), d_model, 1))  # the position's row
         ax_table.add_patch(highlight((dimension - 0.5, -0.5), 1, max_len))  # the dimension's column
-        ax_wave = figure.add_subplot(grid[0, 1])
-        ax_wave.plot(range(max_len), column.numpy(), color="tab:purple")
-        ax_wave.plot([position], [value], "o", color="black")
-        ax_wave.set_title(f"dimension {dimension} across positions ({wave})")
-        ax_wave.set_xlabel("position")
-        ax_wave.set_ylabel("value")
-        ax_vector = figure.add_subplot(grid[1, 1])
+        ax_near = figure.add_subplot(grid[0, 1])
+        ax_near.plot(window, column[start : window.stop].numpy(), ".-", color="tab:purple")
+        ax_near.plot([position], [value], "o", color="black")
+        ax_near.set_ylim(-1.1, 1.1)
+        ax_near.set_title(f"dimension {dimension} ({wave}) near position {position}")
+        ax_near.set_xlabel("position")
+        ax_near.set_ylabel("value")
+        ax_all = figure.add_subplot(grid[0, 2])
+        ax_all.plot(range(max_len), column.numpy(), color="tab:purple")
+        ax_all.plot([position], [value], "o", color="black")
+        ax_all.ticklabel_format(axis="y", useOffset=False)  # 0.998, 0.999, ... rather than an offset of 9.98e-1
+        ax_all.set_title(f"over all {max_len} positions: {turns:.3g} turns")
+        ax_all.set_xlabel("position")
+        ax_vector = figure.add_subplot(grid[1, 1:])
         ax_vector.plot(range(d_model), row.numpy(), ".-", color="tab:green")
         ax_vector.plot([dimension], [value], "o", color="black")
         ax_vector.set_title(f"position {position}: its vector")
@@ -233,6 +246,8 @@ class PositionalEncodingExplorer(_Explorer):
             "position": position,
             "dimension": dimension,
             "wavelength": wavelength,
+            "turns": turns,
+            "window": window,
             "title": title,
             "figure": figure,
         }
@@ -244,41 +259,10 @@ def highlight(corner: tuple[float, float], width: float, height: float) -> Recta
     return Rectangle(corner, width, height, fill=False, edgecolor="lime", lw=2.5, path_effects=edge)
 
 
-def gradient_norms_per_layer(
-    depth: int, residual: bool, layer_norm: bool = False, width: int = 64, seed: int = 0
-) -> torch.Tensor:
-    """Gradient norm of each layer's weight in a stack of ``depth`` Linear + tanh layers, after one backward pass.
-
-    The experiment of notebook 06, section 4. Layer l computes ``h = tanh(W_l h + b_l)``, or
-    ``h = h + tanh(W_l h + b_l)`` with ``residual``; with ``layer_norm``, a LayerNorm
-    without learned scale or shift (eps 1e-12) then normalises each layer's output, as
-    BERT's Post-LN does. The stack starts from PyTorch's default initialisation, takes a
-    batch of 32 random vectors of size ``width`` and one mean squared error against 32
-    random targets, all in float64 so that tiny gradients are exact enough to print.
-
-    ``seed`` fixes the weights and the data: every setting of ``residual`` and
-    ``layer_norm`` runs on the same ones, and the caller's random state is left as
-    it was. Returns (depth,) float64: entry 0 is the layer nearest the input.
-    """
-    require_positive_int("depth", depth)
-    require_positive_int("width", width)
-    with torch.random.fork_rng(devices=[]), torch.enable_grad():  # restores the CPU generator afterwards
-        torch.default_generator.manual_seed(seed)  # as torch.manual_seed(seed) does on the CPU
-        layers = [torch.nn.Linear(width, width, dtype=torch.float64) for _ in range(depth)]
-        h = torch.randn(32, width, dtype=torch.float64)  # (batch, width)
-        target = torch.randn(32, width, dtype=torch.float64)  # (batch, width)
-        for layer in layers:
-            h = h + torch.tanh(layer(h)) if residual else torch.tanh(layer(h))  # (batch, width)
-            if layer_norm:
-                h = F.layer_norm(h, (width,), eps=1e-12)  # (batch, width): each vector back to mean 0, variance 1
-        F.mse_loss(h, target).backward()
-    return torch.stack([layer.weight.grad.norm() for layer in layers])  # (depth,)
-
-
 class ResidualExplorer(_Explorer):
     """The gradient that reaches each layer of a deep stack, residual connections on or off.
 
-    Draws ``gradient_norms_per_layer`` on a log scale: a stack of Linear + tanh layers,
+    Draws ``bertcourse.experiments.gradient_norms_per_layer`` on a log scale: a stack of Linear + tanh layers,
     one backward pass, the gradient norm of each layer's weight. Without residuals every
     layer shrinks the gradient on its way down, so the first layers get orders of magnitude
     less than the last; with them, ``h + F(h)`` gives the gradient an identity path and
@@ -302,6 +286,7 @@ class ResidualExplorer(_Explorer):
         if isinstance(depth, bool) or not isinstance(depth, int) or not 2 <= depth <= self.MAX_DEPTH:
             raise ValueError(f"`depth` must be an int from 2 to {self.MAX_DEPTH}, got {depth!r}.")
         require_positive_int("width", width)
+        _require_seed(seed)
         self._width, self._seed = width, seed  # of the measured stack; not controls
         self.depth = widgets.IntSlider(
             value=depth, min=2, max=self.MAX_DEPTH, description="layers", continuous_update=False
@@ -351,18 +336,23 @@ class AttentionExplorer(_Explorer):
     """The attention maps of a real BERT for a sentence you type.
 
     ``model`` is a ``bertcourse.BertModel`` (e.g. from ``bertcourse.load_pretrained()``) and
-    ``tokenizer`` its tokenizer. The model runs once per sentence with
-    ``output_attentions=True``; the maps are kept, so moving the sliders does not run it again.
+    ``tokenizer`` its tokenizer. The model runs once per sentence, through
+    ``bertcourse.experiments.attention_maps``; the maps are kept, so moving the sliders or
+    switching views does not run it again.
 
     Controls: ``text`` (press Enter to run), ``layer``, ``head``, ``view`` ("heatmap",
     "head view" or "all heads" of the layer), ``average_heads`` (the mean over the heads).
-    ``drawn``: matrix -- exactly ``out.attentions[layer][0, head]``, or its mean over heads
-    (seq, seq), or ``out.attentions[layer][0]`` (heads, seq, seq) for "all heads" --, tokens,
-    layer, head (None when averaged or all heads are shown), view, title, figure.
+    A control that does not apply to what is shown is greyed out, and ``note`` (a label
+    beside it) says why. ``drawn``: matrix -- exactly ``out.attentions[layer][0, head]``, or
+    its mean over heads (seq, seq), or ``out.attentions[layer][0]`` (heads, seq, seq) for
+    "all heads" --, tokens, layer, head (None when averaged or all heads are shown), view,
+    note (the label's text), title, figure.
     """
 
     VIEWS = ("heatmap", "head view", "all heads")
     CACHED_TEXTS = 16  # sentences whose attentions are kept
+    ALL_HEADS_NOTE = "all heads are shown: head and average do not apply"
+    AVERAGE_NOTE = "the mean over heads is shown: head does not apply"
 
     def __init__(
         self,
@@ -376,15 +366,10 @@ class AttentionExplorer(_Explorer):
     ):
         if view not in self.VIEWS:
             raise ValueError(f"`view` must be one of {self.VIEWS}, got {view!r}.")
-        if getattr(model, "training", False):
-            raise ValueError(
-                "`model` is in training mode, so dropout would randomise every map: call `model.eval()` first "
-                "(`load_pretrained()` returns it in eval mode)."
-            )
         self.model = model
         self.tokenizer = tokenizer
         self._cache: dict[str, tuple[list[str], list[torch.Tensor]]] = {}
-        _, attentions = self.attentions_for(text)
+        _, attentions = self.attentions_for(text)  # refuses a model in training mode, or one with no maps
         num_layers, num_heads = len(attentions), attentions[0].shape[0]
         _require_in_range("layer", layer, 0, num_layers - 1)
         _require_in_range("head", head, 0, num_heads - 1)
@@ -397,6 +382,7 @@ class AttentionExplorer(_Explorer):
         self.head = widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False)
         self.view = widgets.ToggleButtons(options=list(self.VIEWS), value=view)
         self.average_heads = widgets.Checkbox(value=average_heads, description="average over heads", indent=False)
+        self.note = widgets.Label(value="")
         controls = {
             "text": self.text,
             "layer": self.layer,
@@ -404,39 +390,26 @@ class AttentionExplorer(_Explorer):
             "view": self.view,
             "average_heads": self.average_heads,
         }
-        rows = [self.text, widgets.HBox([self.layer, self.head, self.average_heads]), self.view]
+        rows = [self.text, widgets.HBox([self.layer, self.head, self.average_heads, self.note]), self.view]
         self._assemble(controls, rows)
 
     def attentions_for(self, text: str) -> tuple[list[str], list[torch.Tensor]]:
         """(tokens, one (heads, seq, seq) CPU tensor per layer) for ``text``; the model runs once per text."""
         if text not in self._cache:
-            batch = self.tokenizer(text)
-            device = next(self.model.parameters()).device
-            with torch.no_grad():
-                out = self.model(
-                    input_ids=batch["input_ids"].to(device),
-                    attention_mask=batch["attention_mask"].to(device),
-                    token_type_ids=batch["token_type_ids"].to(device),
-                    output_attentions=True,
-                )
-            if not out.attentions or out.attentions[0] is None:
-                raise ValueError(
-                    "`model` returned no attention maps. A Hugging Face model must be loaded with "
-                    'attn_implementation="eager" to return them.'
-                )
-            tokens = self.tokenizer.convert_ids_to_tokens(batch["input_ids"][0])
-            attentions = [layer_maps[0].detach().cpu().float() for layer_maps in out.attentions]  # (heads, seq, seq)
+            measured = attention_maps(self.model, self.tokenizer, text)
             if len(self._cache) >= self.CACHED_TEXTS:
                 del self._cache[next(iter(self._cache))]  # forget the oldest sentence
-            self._cache[text] = (tokens, attentions)
+            self._cache[text] = measured
         return self._cache[text]
 
     def _draw(self, text: str, layer: int, head: int, view: str, average_heads: bool) -> dict:
         tokens, attentions = self.attentions_for(text)
         layer_maps = attentions[layer]  # (heads, seq, seq)
-        self.head.disabled = average_heads or view == "all heads"
-        self.average_heads.disabled = view == "all heads"
-        if view == "all heads":
+        all_heads = view == "all heads"
+        self.head.disabled = average_heads or all_heads
+        self.average_heads.disabled = all_heads
+        self.note.value = self.ALL_HEADS_NOTE if all_heads else self.AVERAGE_NOTE if average_heads else ""
+        if all_heads:
             matrix, shown_head = layer_maps, None
             title = f"layer {layer}: all {layer_maps.shape[0]} heads"
             figure = plot_heads_grid(matrix, tokens, title=title)
@@ -455,6 +428,7 @@ class AttentionExplorer(_Explorer):
             "layer": layer,
             "head": shown_head,
             "view": view,
+            "note": self.note.value,
             "title": title,
             "figure": figure,
         }
