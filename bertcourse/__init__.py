@@ -1,20 +1,46 @@
 """bertcourse: BERT built from scratch in PyTorch, one concept per module, in course order.
 
+The model, notebooks 01-07 (every name they use is importable from the package root):
+
 attention    Q/K/V projections, scores, scaled dot-product attention (notebooks 01-02)
 masks        padding and causal masks, one convention: bool, True = may attend (03)
 positional   sinusoidal encodings and learned positions (04)
 multihead    split heads, merge heads, multi-head attention with W_O (05)
-layernorm    LayerNorm from scratch (06)
+layernorm    LayerNorm from scratch, and the fused kernel the model takes (06)
 feedforward  the GELU feed-forward block (06)
 encoder      one Post-LN encoder layer, and the stack (06)
 config       BertConfig with BERT-base and MiniLM presets (07)
-bert         embeddings, BertModel, pooler, MLM and NSP heads (07)
+embeddings   token + position + segment embeddings (07)
+bert         BertModel: embeddings, encoder stack, pooler (07)
+heads        the MLM and NSP heads, BertForPreTraining with its losses (07, 09)
 counting     BERT's parameters, module by module (07)
-pretrained   real weights from a Hugging Face folder or the offline MiniLM package (07)
+weights      Hugging Face's names <-> ours: from_pretrained, save_pretrained, safetensors only (07)
+pretrained   load_pretrained: the offline MiniLM weights and their tokenizer (07)
 tokenizer    WordPiece with [CLS]/[SEP], segments and padding (07)
-exercises    checkers that diagnose a learner's mistake
-plots, widgets  attention maps and interactive explorers
-bench        our BertModel against Hugging Face's, timed (python -m bertcourse.bench)
+
+Using and training it, notebooks 08-12 (imported as ``bertcourse.<part>``):
+
+finetuning   sequence, token and question-answering heads (10)
+
+Around them: ``exercises`` (checkers that diagnose a learner's mistake), ``experiments`` (the
+measurements the explorers draw, without ipywidgets), ``plots`` and ``widgets`` (attention maps
+and interactive explorers), ``bench`` (``python -m bertcourse.bench``: timed against Hugging Face).
+
+Glossary. The notebooks use the textbook's names; the config uses Hugging Face's:
+
+    d_model     hidden_size              768 in BERT-base, 384 in MiniLM
+    num_heads   num_attention_heads      12
+    d_head      head_size (a property)   d_model / num_heads: 64, or 32 in MiniLM
+    d_ff        intermediate_size        4 x d_model
+    num_layers  num_hidden_layers        12, or 6 in MiniLM
+
+Where arguments are checked. A public function checks its arguments (a clear error naming the
+argument, what came and what was expected), then calls a core, ``_<name>``, that reads like the
+textbook; ``solution(name)`` shows that core. A model checks its inputs once, at its border
+(``BertModel.forward``, a head's labels); the modules inside trust their caller. Checks that read
+a tensor's values run only on CPU tensors and never while ``torch.compile`` traces
+(``_validation.can_check_values``): on a GPU each would wait for the device, and under
+``torch.compile`` each would break the graph.
 """
 
 from .attention import attention_scores, qkv_projection, scaled_dot_product_attention
