@@ -2,8 +2,23 @@
 
 A learner who passes the wrong thing should read *which* argument was wrong, what
 arrived and what was expected -- never a bare ``RuntimeError: mat1 and mat2 shapes
-cannot be multiplied`` from deep inside PyTorch. Every public function of the
-package calls these helpers first, so nothing is half-computed when an error is raised.
+cannot be multiplied`` from deep inside PyTorch. Each check is written once, here.
+
+The rule, in three parts:
+
+1. **The teaching line first.** A public concept function (``layer_norm``,
+   ``split_heads``, ...) checks its arguments with these helpers, then calls its core
+   ``_<name>`` in the same module: the formula as a textbook writes it, with a shape
+   comment on every tensor line and no check at all. ``solution(name)`` shows that core.
+2. **Check once, at the border.** A model (``BertModel``, the heads) checks its input
+   once; the modules inside (``MultiHeadAttention``, ``LayerNorm``, ``FeedForward``,
+   ``EncoderLayer``, ``Encoder``, ``BertEmbeddings``) trust their callers and call the
+   cores directly. Constructors check their settings, since they run once.
+3. **Values only where reading them is free.** Shapes and dtypes are known without
+   touching the data, so those checks always run. A check that reads *values*
+   (``int(ids.max())``, ``bool(mask.all())``) runs only when ``can_check_values(x)``:
+   on the CPU, outside ``torch.compile``. On a GPU such a read waits for the device
+   (a synchronisation); while compiling it would break the graph.
 """
 
 from __future__ import annotations
@@ -16,6 +31,38 @@ def describe(x) -> str:
     if isinstance(x, torch.Tensor):
         return f"a tensor of shape {tuple(x.shape)} and dtype {x.dtype}"
     return f"{type(x).__name__} {x!r}"[:120]
+
+
+def can_check_values(x: torch.Tensor) -> bool:
+    """Whether a check may read ``x``'s *values* (not just its shape) without a cost.
+
+    Reading a value back (``int(ids.max())``, ``bool(mask.all())``) is free on the CPU, but on a
+    GPU it waits for the device (a synchronisation), and under ``torch.compile`` it breaks the
+    graph. So value checks run on CPU tensors outside compilation only; shape and dtype checks
+    always run.
+    """
+    return x.device.type == "cpu" and not torch.compiler.is_compiling()
+
+
+def is_int(value) -> bool:
+    """Whether ``value`` is a Python int and not a bool (``True`` is an int to Python, not a size)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def require_positive_int(name: str, value) -> None:
+    """Raise unless ``value`` is a positive Python int (sizes, head counts, lengths)."""
+    if not is_int(value):
+        raise TypeError(f"`{name}` must be a positive int, got {describe(value)}.")
+    if value <= 0:
+        raise ValueError(f"`{name}` must be a positive int, got {value}.")
+
+
+def require_probability(name: str, p) -> None:
+    """Raise unless ``p`` is a probability in [0, 1) (dropout: 1 would drop everything)."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"`{name}` must be a probability in [0, 1), got {describe(p)}.")
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"`{name}` must be a probability in [0, 1), got {p!r}.")
 
 
 def require_tensor(name: str, x, *, min_dim: int | None = None, ndim: int | None = None) -> None:
@@ -31,9 +78,17 @@ def require_tensor(name: str, x, *, min_dim: int | None = None, ndim: int | None
         raise ValueError(f"`{name}` must have at least {min_dim} dimensions, got {describe(x)}.")
 
 
-def require_float_tensor(name: str, x, *, like: torch.Tensor | None = None, like_name: str = "") -> None:
-    """Raise ``TypeError`` unless ``x`` holds floating-point numbers (of ``like``'s dtype, if given)."""
-    require_tensor(name, x)
+def require_float_tensor(
+    name: str,
+    x,
+    *,
+    min_dim: int | None = None,
+    ndim: int | None = None,
+    like: torch.Tensor | None = None,
+    like_name: str = "",
+) -> None:
+    """Raise unless ``x`` is a tensor of the given rank holding floating-point numbers (of ``like``'s dtype)."""
+    require_tensor(name, x, min_dim=min_dim, ndim=ndim)
     if not x.dtype.is_floating_point:
         raise TypeError(f"`{name}` must hold floating-point numbers, got {describe(x)}. Convert it with `.float()`.")
     if like is not None and x.dtype != like.dtype:
@@ -50,12 +105,35 @@ def require_integer_tensor(name: str, x, hint: str = "") -> None:
         raise TypeError(f"`{name}` must hold integers (torch.long), got {describe(x)}. {hint}".rstrip())
 
 
-def require_positive_int(name: str, value) -> None:
-    """Raise unless ``value`` is a positive Python int (sizes, head counts, lengths)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"`{name}` must be a positive int, got {describe(value)}.")
-    if value <= 0:
-        raise ValueError(f"`{name}` must be a positive int, got {value}.")
+def require_size(name: str, x: torch.Tensor, dim: int, size: int, expected: str) -> None:
+    """Raise unless ``x.shape[dim] == size``; ``expected`` says it in words ("last dimension d = 8")."""
+    if x.shape[dim] != size:
+        raise ValueError(f"`{name}` must have {expected}, got {describe(x)}.")
+
+
+def require_shape(name: str, x, shape: tuple[int, ...], *, symbols: str = "", why: str = "") -> None:
+    """Raise unless ``x`` is a tensor of exactly ``shape``; ``symbols`` names the axes ("(d_model, d_ff)")."""
+    require_tensor(name, x, ndim=len(shape))
+    if tuple(x.shape) != tuple(shape):
+        named = f"{symbols} = " if symbols else ""
+        reason = f", {why}" if why else ""
+        raise ValueError(f"`{name}` must have shape {named}{tuple(shape)}{reason}, got {describe(x)}.")
+
+
+def require_mask(name: str, mask) -> None:
+    """Raise unless ``mask`` is a boolean tensor or holds only 0/1 (1 = may attend).
+
+    The 0/1 test reads values, so it runs only when ``can_check_values(mask)``.
+    """
+    require_tensor(name, mask)
+    if mask.dtype == torch.bool or not can_check_values(mask):
+        return
+    if mask.numel() and not ((mask == 0) | (mask == 1)).all():
+        values = torch.unique(mask)[:6].tolist()
+        raise ValueError(
+            f"`{name}` must be boolean or hold only 0/1 (1 = may attend), got values {values} "
+            f"in {describe(mask)}. Additive masks (0 / -inf) are not accepted: pass `{name} == 0` instead."
+        )
 
 
 def require_divisible(d_model: int, num_heads: int) -> None:
@@ -70,12 +148,12 @@ def require_divisible(d_model: int, num_heads: int) -> None:
         )
 
 
-def can_check_values(x: torch.Tensor) -> bool:
-    """Whether a check may read ``x``'s *values* (not just its shape) without a cost.
-
-    Reading a value back (``int(ids.max())``, ``bool(mask.all())``) is free on the CPU, but on a
-    GPU it waits for the device (a synchronisation), and under ``torch.compile`` it breaks the
-    graph. So value checks run on CPU tensors outside compilation only; shape and dtype checks
-    always run.
-    """
-    return x.device.type == "cpu" and not torch.compiler.is_compiling()
+def require_sequence_fits(seq_len: int, max_position_embeddings: int, name: str = "input_ids") -> None:
+    """Raise a ValueError that explains BERT's length limit when ``seq_len`` is past the position table."""
+    if seq_len > max_position_embeddings:
+        raise ValueError(
+            f"`{name}` has {seq_len} tokens, but the model has learned positions only for "
+            f"max_position_embeddings={max_position_embeddings} tokens: learned position embeddings "
+            "cannot extrapolate. Truncate the input (tokenizer `max_length=...`) or split a long text "
+            "into overlapping windows (a sliding window) and combine the results."
+        )

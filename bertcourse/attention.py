@@ -2,12 +2,14 @@ r"""Q/K/V projections and scaled dot-product attention.
 
 .. math:: \mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V
 
-Two paths compute the same thing:
+Each public function checks its arguments, then calls its core ``_<name>``: the formula
+alone, with a shape comment on every line (the rule is in ``bertcourse._validation``).
+Two cores compute attention:
 
-- the **teaching path** writes every step out (scores, scale, mask, softmax, weighted
-  sum) and returns the attention weights, so they can be plotted;
-- the **fast path** calls ``torch.nn.functional.scaled_dot_product_attention``, which
-  fuses the steps and never materialises the weights. It is taken when the caller
+- the **teaching path**, ``_scaled_dot_product_attention``, writes every step out (scores,
+  scale, mask, softmax, weighted sum) and returns the attention weights, so they can be plotted;
+- the **fast path**, ``_fast_attention``, calls ``torch.nn.functional.scaled_dot_product_attention``,
+  which fuses the steps and never materialises the weights. It is taken when the caller
   says it does not need the weights (``need_weights=False``).
 
 Both agree to 1e-6 in fp32 (a test proves it). Masks follow the package convention:
@@ -21,7 +23,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._validation import describe, require_float_tensor, require_tensor
+from ._validation import can_check_values, describe, require_float_tensor, require_probability, require_size
 from .masks import broadcast_mask, fill_value
 
 
@@ -32,21 +34,20 @@ def qkv_projection(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: t
     Returns (q, k, v) of shapes (..., seq, d_k), (..., seq, d_k), (..., seq, d_v).
     (``nn.Linear`` stores the transposed matrix, (out, in), and computes x @ W.T + b.)
     """
-    require_tensor("x", x, min_dim=2)
-    require_float_tensor("x", x)
+    require_float_tensor("x", x, min_dim=2)
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        require_tensor(name, w, ndim=2)
-        require_float_tensor(name, w, like=x, like_name="`x`")
-        if w.shape[0] != x.shape[-1]:
-            raise ValueError(
-                f"`{name}` must have shape (d_model, d_out) with d_model = x.shape[-1] = {x.shape[-1]}, "
-                f"got {describe(w)}."
-            )
+        require_float_tensor(name, w, ndim=2, like=x, like_name="`x`")
+        require_size(name, w, 0, x.shape[-1], f"shape (d_model, d_out) with d_model = x.shape[-1] = {x.shape[-1]}")
     if w_q.shape[1] != w_k.shape[1]:
         raise ValueError(
             f"`w_q` and `w_k` must project to the same width d_k (queries are dotted with keys), "
             f"got {w_q.shape[1]} and {w_k.shape[1]}."
         )
+    return _qkv_projection(x, w_q, w_k, w_v)
+
+
+def _qkv_projection(x, w_q, w_k, w_v):
+    """Three matrix products, one per role: Q = X W_Q, K = X W_K, V = X W_V."""
     return x @ w_q, x @ w_k, x @ w_v  # (..., seq, d_k), (..., seq, d_k), (..., seq, d_v)
 
 
@@ -56,7 +57,12 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     q: (..., q_len, d_k), k: (..., k_len, d_k). Returns (..., q_len, k_len).
     """
     _check_qk(q, k)
-    return q @ k.transpose(-2, -1)  # (..., q_len, k_len)
+    return _attention_scores(q, k)
+
+
+def _attention_scores(q, k):
+    """Every query dotted with every key: Q K^T."""
+    return q @ k.transpose(-2, -1)  # (..., q_len, d_k) @ (..., d_k, k_len) -> (..., q_len, k_len)
 
 
 def scaled_dot_product_attention(
@@ -78,60 +84,54 @@ def scaled_dot_product_attention(
     A query row with every key masked gets zero weights and a zero output.
     """
     _check_qk(q, k)
-    require_tensor("v", v, min_dim=2)
-    require_float_tensor("v", v, like=q, like_name="`q`")
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"`dropout_p` must be a probability in [0, 1), got {dropout_p!r}.")
+    require_float_tensor("v", v, min_dim=2, like=q, like_name="`q`")
+    require_probability("dropout_p", dropout_p)
     if v.shape[:-1] != k.shape[:-1]:
         raise ValueError(
             f"`v` must have one value per key: shape (..., k_len, d_v) with (..., k_len) = "
             f"{tuple(k.shape[:-1])} from `k`, got {describe(v)}."
         )
-    scores_shape = (*q.shape[:-1], k.shape[-2])  # (..., q_len, k_len)
     if mask is not None:
-        mask = broadcast_mask(mask, scores_shape)
-        if mask.device != q.device:
-            mask = mask.to(q.device)
+        mask = broadcast_mask(mask, (*q.shape[:-1], k.shape[-2])).to(q.device)  # to (..., q_len, k_len)
     if not need_weights:
         return _fast_attention(q, k, v, mask, dropout_p), None
-    return _teaching_attention(q, k, v, mask, dropout_p)
+    return _scaled_dot_product_attention(q, k, v, mask, dropout_p)
 
 
-def _teaching_attention(q, k, v, mask, dropout_p):
-    """Every step written out; returns the weights too."""
+def _scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
+    """The teaching path: every step of softmax(Q K^T / sqrt(d_k)) V written out; returns the weights too."""
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., q_len, k_len)
     if mask is not None:
-        scores = scores.masked_fill(~mask, fill_value(scores.dtype))  # masked keys -> most negative
+        scores = scores.masked_fill(~mask, fill_value(scores.dtype))  # (..., q_len, k_len), masked -> most negative
     weights = torch.softmax(scores, dim=-1)  # (..., q_len, k_len), each row sums to 1
     if mask is not None:
-        weights = _zero_fully_masked_rows(weights, mask)
+        weights = _zero_fully_masked_rows(weights, mask)  # (..., q_len, k_len)
     if dropout_p > 0.0:
-        weights = F.dropout(weights, p=dropout_p)
+        weights = F.dropout(weights, p=dropout_p)  # (..., q_len, k_len)
     return weights @ v, weights  # (..., q_len, d_v), (..., q_len, k_len)
 
 
-def _fast_attention(q, k, v, mask, dropout_p):
-    """PyTorch's fused kernel; the weights are never built."""
-    output = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+def _fast_attention(q, k, v, mask=None, dropout_p=0.0):
+    """The fast path: PyTorch's fused kernel computes the same output; the weights are never built."""
+    output = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (..., q_len, d_v)
     if mask is not None:
-        output = _zero_fully_masked_rows(output, mask)
+        output = _zero_fully_masked_rows(output, mask)  # (..., q_len, d_v)
     return output  # (..., q_len, d_v)
 
 
 def _zero_fully_masked_rows(x, mask):
     """Zero the rows of ``x`` whose query may attend to no key at all (instead of NaN or a uniform row)."""
     row_attends = mask.any(dim=-1, keepdim=True)  # (..., q_len, 1)
-    if bool(row_attends.all()):
-        return x
-    return torch.where(row_attends, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    if can_check_values(mask) and bool(row_attends.all()):
+        return x  # seen on the CPU: no such row, nothing to zero
+    return torch.where(row_attends, x, torch.zeros((), dtype=x.dtype, device=x.device))  # the shape of x
 
 
 def _check_qk(q, k):
-    require_tensor("q", q, min_dim=2)
-    require_tensor("k", k, min_dim=2)
-    require_float_tensor("q", q)
-    require_float_tensor("k", k, like=q, like_name="`q`")
+    """The checks ``attention_scores`` and ``scaled_dot_product_attention`` share."""
+    require_float_tensor("q", q, min_dim=2)
+    require_float_tensor("k", k, min_dim=2, like=q, like_name="`q`")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"`q` and `k` must have the same width d_k (each query is dotted with each key), "

@@ -11,7 +11,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from ._validation import describe, require_divisible, require_positive_int
+from ._validation import describe, is_int, require_divisible, require_positive_int, require_probability
 
 
 @dataclasses.dataclass
@@ -31,10 +31,7 @@ class BertConfig:
 
     def __post_init__(self):
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"`{name}` must be a probability in [0, 1), got {getattr(self, name)!r}.")
-        if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(f"`pad_token_id`={self.pad_token_id} must be an id below vocab_size={self.vocab_size}.")
+            require_probability(name, getattr(self, name))
         for name in (
             "vocab_size",
             "hidden_size",
@@ -45,6 +42,8 @@ class BertConfig:
             "type_vocab_size",
         ):
             require_positive_int(name, getattr(self, name))
+        if not is_int(self.pad_token_id) or not 0 <= self.pad_token_id < self.vocab_size:
+            raise ValueError(f"`pad_token_id`={self.pad_token_id!r} must be an id below vocab_size={self.vocab_size}.")
         require_divisible(self.hidden_size, self.num_attention_heads)
 
     @property

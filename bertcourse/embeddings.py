@@ -9,13 +9,20 @@ No sinusoids: BERT learns its 512 positions (``bertcourse.positional``). The seg
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ._validation import describe, require_float_tensor, require_integer_tensor, require_tensor
+from ._validation import (
+    can_check_values,
+    describe,
+    require_float_tensor,
+    require_integer_tensor,
+    require_sequence_fits,
+    require_shape,
+    require_size,
+)
 from .config import BertConfig
-from .layernorm import LayerNorm, layer_norm
-from .positional import LearnedPositionEmbedding, check_sequence_fits
+from .layernorm import LayerNorm, _layer_norm
+from .positional import LearnedPositionEmbedding
 
 
 def bert_embeddings(
@@ -35,18 +42,13 @@ def bert_embeddings(
     BERT applies next during training, is left to the module. ``token_type_ids=None`` puts
     every token in segment A.
     """
-    for name, table in (
-        ("word_embeddings", word_embeddings),
-        ("position_embeddings", position_embeddings),
-        ("token_type_embeddings", token_type_embeddings),
-    ):
-        require_tensor(name, table, ndim=2)
-        require_float_tensor(name, table)
-        if table.shape[1] != word_embeddings.shape[1]:
-            raise ValueError(
-                f"`{name}` must have shape (rows, hidden) with hidden = {word_embeddings.shape[1]} "
-                f"(from `word_embeddings`), got {describe(table)}."
-            )
+    require_float_tensor("word_embeddings", word_embeddings, ndim=2)
+    hidden = word_embeddings.shape[1]
+    for name, table in (("position_embeddings", position_embeddings), ("token_type_embeddings", token_type_embeddings)):
+        require_float_tensor(name, table, ndim=2)
+        require_size(name, table, 1, hidden, f"shape (rows, hidden) with hidden = {hidden} (from `word_embeddings`)")
+    require_shape("ln_weight", ln_weight, (hidden,), symbols="(hidden,)")
+    require_shape("ln_bias", ln_bias, (hidden,), symbols="(hidden,)")
     if token_type_ids is None:
         token_type_ids = torch.zeros_like(input_ids)  # every token in segment A
     check_token_ids(
@@ -57,18 +59,35 @@ def bert_embeddings(
         max_position_embeddings=position_embeddings.shape[0],
         device=word_embeddings.device,
     )
-    seq_len = input_ids.shape[1]
-    positions = torch.arange(seq_len, device=input_ids.device)  # (seq,)
-    summed = (
-        F.embedding(input_ids, word_embeddings)  # (batch, seq, hidden): row input_ids[b, t] of the table
-        + F.embedding(positions, position_embeddings)  # (seq, hidden), broadcast over the batch
-        + F.embedding(token_type_ids, token_type_embeddings)  # (batch, seq, hidden)
+    return _bert_embeddings(
+        input_ids, token_type_ids, word_embeddings, position_embeddings, token_type_embeddings, ln_weight, ln_bias, eps
     )
-    return layer_norm(summed, ln_weight, ln_bias, eps)  # (batch, seq, hidden)
+
+
+def _bert_embeddings(
+    input_ids,
+    token_type_ids,
+    word_embeddings,
+    position_embeddings,
+    token_type_embeddings,
+    ln_weight,
+    ln_bias,
+    eps=1e-12,
+):
+    """Look up a row in each of the three tables, add them, and normalise the sum with LayerNorm."""
+    seq_len = input_ids.shape[1]
+    words = word_embeddings[input_ids]  # (batch, seq, hidden): row input_ids[b, t] of the table
+    positions = position_embeddings[:seq_len]  # (seq, hidden): rows 0..seq-1, broadcast over the batch
+    segments = token_type_embeddings[token_type_ids]  # (batch, seq, hidden)
+    return _layer_norm(words + positions + segments, ln_weight, ln_bias, eps)  # (batch, seq, hidden)
 
 
 class BertEmbeddings(nn.Module):
-    """input_ids, token_type_ids (batch, seq) -> (batch, seq, hidden)."""
+    """input_ids, token_type_ids (batch, seq) -> (batch, seq, hidden).
+
+    ``forward`` trusts its caller (``BertModel`` checks the ids once, with ``check_token_ids``)
+    and computes ``_bert_embeddings`` with its own modules: the fused ``LayerNorm``, then dropout.
+    """
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -79,30 +98,27 @@ class BertEmbeddings(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        embeddings = bert_embeddings(
-            input_ids,
-            token_type_ids,
-            self.word_embeddings.weight,
-            self.position_embeddings.weight,
-            self.token_type_embeddings.weight,
-            self.layer_norm.weight,
-            self.layer_norm.bias,
-            self.layer_norm.eps,
-        )  # (batch, seq, hidden)
-        return self.dropout(embeddings)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)  # (batch, seq): every token in segment A
+        summed = (
+            self.word_embeddings(input_ids)  # (batch, seq, hidden)
+            + self.position_embeddings.weight[: input_ids.shape[1]]  # (seq, hidden), broadcast over the batch
+            + self.token_type_embeddings(token_type_ids)  # (batch, seq, hidden)
+        )
+        return self.dropout(self.layer_norm(summed))  # (batch, seq, hidden)
 
 
 def check_token_ids(input_ids, token_type_ids, *, vocab_size, type_vocab_size, max_position_embeddings, device) -> None:
     """Everything BERT needs of its ids, checked before any lookup: integer (batch, seq) ids,
-    at least one token, no more than the position table holds, inside the vocabulary, on the
-    model's device; token types likewise."""
+    at least one token, no more than the position table holds, inside the vocabulary (read on the
+    CPU only: see ``bertcourse._validation``), on the model's device; token types likewise."""
     require_integer_tensor("input_ids", input_ids, hint=_IDS_HINT)
     if input_ids.dim() != 2:
         hint = " Add a batch axis with `input_ids.unsqueeze(0)`." if input_ids.dim() == 1 else ""
         raise ValueError(f"`input_ids` must have shape (batch, seq), got {describe(input_ids)}.{hint}")
     if input_ids.shape[1] == 0:
         raise ValueError("`input_ids` has 0 tokens: a BERT input holds at least [CLS] and [SEP].")
-    check_sequence_fits(input_ids.shape[1], max_position_embeddings)
+    require_sequence_fits(input_ids.shape[1], max_position_embeddings)
     _check_ids_in_range("input_ids", input_ids, vocab_size, "vocab_size")
     if input_ids.device != torch.device(device):
         raise ValueError(
@@ -119,11 +135,15 @@ _IDS_HINT = "Token ids come from the tokenizer; convert with `.long()` if you bu
 
 
 def check_same_shape(name, x, input_ids):
+    """Raise unless ``x`` (token types, an attention mask) has the shape of ``input_ids``."""
     if x.shape != input_ids.shape:
         raise ValueError(f"`{name}` must have the shape of `input_ids` {tuple(input_ids.shape)}, got {describe(x)}.")
 
 
 def _check_ids_in_range(name, ids, size, size_name):
+    """Raise unless every id is in 0..size-1; a value check, so on the CPU only."""
+    if not can_check_values(ids) or ids.numel() == 0:
+        return
     low, high = int(ids.min()), int(ids.max())
     if low < 0 or high >= size:
         bad = low if low < 0 else high

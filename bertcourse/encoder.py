@@ -9,8 +9,13 @@ Post-LN is the default here because it is what BERT's weights were trained with;
 them into a Pre-LN layer gives wrong numbers with no error. Pre-LN keeps an untouched
 residual path from input to output, which is why it trains more easily when deep.
 
-Dropout (``hidden_dropout_prob``, 0.1 in BERT) is applied to each sub-layer's output
-before the residual addition; it is inactive in ``eval()`` mode.
+Dropout (``dropout_p``, BERT's ``hidden_dropout_prob``, 0.1) is applied to each sub-layer's
+output before the residual addition, and ``attention_dropout_p`` (``attention_probs_dropout_prob``)
+to the attention weights; both are inactive in ``eval()`` mode. ``dropout_p`` is always a
+probability and ``dropout`` always an ``nn.Dropout``.
+
+The constructors check their settings; ``forward`` trusts its caller (``BertModel`` checks its
+input once, at its border) and runs the sub-layers without re-checking anything.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validation import require_positive_int
+from ._validation import require_positive_int, require_probability
 from .feedforward import FeedForward
 from .layernorm import LayerNorm
 from .multihead import MultiHeadAttention
@@ -35,18 +40,20 @@ class EncoderLayer(nn.Module):
         d_model: int,
         num_heads: int,
         d_ff: int,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.1,
+        dropout_p: float = 0.1,
+        attention_dropout_p: float = 0.1,
         eps: float = 1e-12,
         norm_first: bool = False,
     ):
         super().__init__()
+        require_probability("dropout_p", dropout_p)
+        require_probability("attention_dropout_p", attention_dropout_p)
         self.norm_first = norm_first
-        self.attention = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
+        self.attention = MultiHeadAttention(d_model, num_heads, dropout_p=attention_dropout_p)
         self.attention_norm = LayerNorm(d_model, eps=eps)
         self.feed_forward = FeedForward(d_model, d_ff)
         self.output_norm = LayerNorm(d_model, eps=eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(dropout_p)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
         if self.norm_first:

@@ -9,8 +9,9 @@ BERT-base). Hugging Face's BERT (``hidden_act="gelu"``, the weights this course 
 
 Google's original TensorFlow code computed the tanh approximation. The two differ by less
 than 1e-3: invisible in a plot, enough to fail a 1e-5 comparison. ``gelu`` below writes the
-formula out; ``feed_forward`` calls ``torch.nn.functional.gelu``, the same function in one
-fused kernel (a test checks that they agree).
+formula out; ``feed_forward`` and the ``FeedForward`` module call ``torch.nn.functional.gelu``,
+the same function in one fused kernel, which stores no intermediate (x / sqrt 2, erf, ...)
+for the backward pass (a test checks that they agree).
 """
 
 from __future__ import annotations
@@ -21,12 +22,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import describe, require_float_tensor, require_positive_int, require_tensor
+from ._validation import require_float_tensor, require_positive_int, require_shape, require_size
 
 
 def gelu(x: torch.Tensor) -> torch.Tensor:
     """Exact GELU: x * Phi(x), with Phi the standard normal CDF."""
-    return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+    require_float_tensor("x", x)
+    return _gelu(x)
+
+
+def _gelu(x):
+    """x * Phi(x), with Phi(x) = (1 + erf(x / sqrt(2))) / 2."""
+    return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))  # the shape of x
 
 
 def feed_forward(
@@ -37,28 +44,29 @@ def feed_forward(
     x: (..., d_model); w1: (d_model, d_ff); b1: (d_ff,); w2: (d_ff, d_model); b2: (d_model,).
     Returns (..., d_model).
     """
-    require_tensor("x", x, min_dim=1)
-    require_float_tensor("x", x)
+    require_float_tensor("x", x, min_dim=1)
     for name, w in (("w1", w1), ("w2", w2)):
-        require_tensor(name, w, ndim=2)
-        require_float_tensor(name, w, like=x, like_name="`x`")
-    if w1.shape[0] != x.shape[-1]:
-        raise ValueError(f"`x` must have last dimension d_model = w1.shape[0] = {w1.shape[0]}, got {describe(x)}.")
-    if w2.shape != (w1.shape[1], w1.shape[0]):
-        raise ValueError(
-            f"`w2` must have shape (d_ff, d_model) = {(w1.shape[1], w1.shape[0])} to undo `w1` "
-            f"{tuple(w1.shape)}, got {describe(w2)}."
-        )
-    for name, b, size in (("b1", b1, w1.shape[1]), ("b2", b2, w2.shape[1])):
-        require_tensor(name, b, ndim=1)
-        if b.shape[0] != size:
-            raise ValueError(f"`{name}` must have shape ({size},), one bias per output feature, got {describe(b)}.")
-    hidden = F.gelu(F.linear(x, w1.T, b1))  # (..., d_ff): x @ w1 + b1, then GELU
-    return F.linear(hidden, w2.T, b2)  # (..., d_model)
+        require_float_tensor(name, w, ndim=2, like=x, like_name="`x`")
+    d_model, d_ff = w1.shape
+    require_size("x", x, -1, d_model, f"last dimension d_model = w1.shape[0] = {d_model}")
+    require_shape("w2", w2, (d_ff, d_model), symbols="(d_ff, d_model)", why=f"to undo `w1` {(d_model, d_ff)}")
+    require_shape("b1", b1, (d_ff,), why="one bias per output feature")
+    require_shape("b2", b2, (d_model,), why="one bias per output feature")
+    return _feed_forward(x, w1, b1, w2, b2)
+
+
+def _feed_forward(x, w1, b1, w2, b2):
+    """Widen to d_ff, apply GELU, narrow back to d_model: every token on its own."""
+    hidden = F.gelu(x @ w1 + b1)  # (..., d_ff)
+    return hidden @ w2 + b2  # (..., d_model)
 
 
 class FeedForward(nn.Module):
-    """BERT's feed-forward block; ``intermediate`` widens, ``output`` narrows back."""
+    """BERT's feed-forward block; ``intermediate`` widens, ``output`` narrows back.
+
+    ``forward`` trusts its caller (check a tensor of your own with ``feed_forward``) and
+    hands the ``nn.Linear`` layers their own (out, in) weights, so nothing is transposed.
+    """
 
     def __init__(self, d_model: int, d_ff: int):
         super().__init__()
@@ -68,6 +76,5 @@ class FeedForward(nn.Module):
         self.output = nn.Linear(d_ff, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        w1, b1 = self.intermediate.weight.T, self.intermediate.bias  # (d_model, d_ff), (d_ff,)
-        w2, b2 = self.output.weight.T, self.output.bias  # (d_ff, d_model), (d_model,)
-        return feed_forward(x, w1, b1, w2, b2)  # (..., d_model)
+        hidden = F.gelu(self.intermediate(x))  # (..., d_ff): GELU(x W1^T + b1)
+        return self.output(hidden)  # (..., d_model)

@@ -19,7 +19,14 @@ from __future__ import annotations
 
 import torch
 
-from ._validation import describe, require_integer_tensor, require_positive_int, require_tensor
+from ._validation import (
+    can_check_values,
+    describe,
+    is_int,
+    require_integer_tensor,
+    require_mask,
+    require_positive_int,
+)
 
 
 def padding_mask(lengths, max_len: int | None = None) -> torch.Tensor:
@@ -30,7 +37,7 @@ def padding_mask(lengths, max_len: int | None = None) -> torch.Tensor:
     ``max_len`` defaults to the longest length.
     """
     if isinstance(lengths, (list, tuple)):
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in lengths):
+        if not all(is_int(n) for n in lengths):
             raise TypeError(f"`lengths` must be a flat list of ints, one per sentence, got {describe(lengths)}.")
         lengths = torch.tensor(lengths, dtype=torch.long)
     require_integer_tensor("lengths", lengths, hint="Lengths count tokens: convert with `.long()`.")
@@ -38,23 +45,33 @@ def padding_mask(lengths, max_len: int | None = None) -> torch.Tensor:
         raise ValueError(f"`lengths` must be 1-D, one length per sentence, got {describe(lengths)}.")
     if lengths.numel() == 0:
         raise ValueError("`lengths` is empty: pass one length per sentence, e.g. `[5, 3]`.")
-    if (lengths < 0).any():
+    if can_check_values(lengths) and (lengths < 0).any():
         raise ValueError(f"`lengths` must be >= 0, got {lengths.tolist()}.")
-    longest = int(lengths.max())
     if max_len is None:
-        if longest == 0:
+        max_len = int(lengths.max())  # the default needs the value, wherever the lengths are
+        if max_len == 0:
             raise ValueError("`lengths` are all 0, so the padded length is unknown: pass `max_len`.")
-        max_len = longest
     require_positive_int("max_len", max_len)
-    if longest > max_len:
-        raise ValueError(f"`max_len`={max_len} is shorter than the longest sentence ({longest} tokens).")
+    if can_check_values(lengths) and int(lengths.max()) > max_len:
+        raise ValueError(f"`max_len`={max_len} is shorter than the longest sentence ({int(lengths.max())} tokens).")
+    return _padding_mask(lengths, max_len)
+
+
+def _padding_mask(lengths, max_len):
+    """True where the position comes before the sentence's end: position < length."""
     positions = torch.arange(max_len, device=lengths.device)  # (max_len,)
-    return positions[None, :] < lengths[:, None]  # (batch, max_len)
+    return positions[None, :] < lengths[:, None]  # (1, max_len) < (batch, 1) -> (batch, max_len)
 
 
 def mask_from_attention_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     """Hugging Face's 0/1 ``attention_mask`` (batch, seq) -> our bool mask (batch, seq)."""
-    return as_bool_mask("attention_mask", attention_mask)
+    require_mask("attention_mask", attention_mask)
+    return _mask_from_attention_mask(attention_mask)
+
+
+def _mask_from_attention_mask(attention_mask):
+    """1 marks a real token, which may be attended to: True."""
+    return attention_mask != 0  # (batch, seq) bool
 
 
 def causal_mask(seq_len: int, device=None) -> torch.Tensor:
@@ -63,21 +80,23 @@ def causal_mask(seq_len: int, device=None) -> torch.Tensor:
     GPT uses it; BERT does not (every token sees the whole sentence, both directions).
     """
     require_positive_int("seq_len", seq_len)
+    return _causal_mask(seq_len, device)
+
+
+def _causal_mask(seq_len, device=None):
+    """The lower triangle, diagonal included: key j is allowed for query i when j <= i."""
     return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()  # (seq, seq)
 
 
 def as_bool_mask(name: str, mask: torch.Tensor) -> torch.Tensor:
     """Check that ``mask`` is boolean or holds only 0/1, and return it as bool."""
-    require_tensor(name, mask)
-    if mask.dtype == torch.bool:
-        return mask
-    if mask.numel() and not ((mask == 0) | (mask == 1)).all():
-        values = torch.unique(mask)[:6].tolist()
-        raise ValueError(
-            f"`{name}` must be boolean or hold only 0/1 (1 = may attend), got values {values} "
-            f"in {describe(mask)}. Additive masks (0 / -inf) are not accepted: pass `{name} == 0` instead."
-        )
-    return mask != 0
+    require_mask(name, mask)
+    return _as_bool_mask(mask)
+
+
+def _as_bool_mask(mask):
+    """A bool mask as it is; a 0/1 mask as 1 -> True."""
+    return mask if mask.dtype == torch.bool else mask != 0  # the shape of mask, bool
 
 
 def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
@@ -85,18 +104,26 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
 
     Example: ``combine_masks(padding[:, None, None, :], causal_mask(n))`` for a padded GPT batch.
     """
-    present = [as_bool_mask(f"masks[{i}]", m) for i, m in enumerate(masks) if m is not None]
+    for i, mask in enumerate(masks):
+        if mask is not None:
+            require_mask(f"masks[{i}]", mask)
+    present = [_as_bool_mask(m) for m in masks if m is not None]
     if not present:
         return None
     try:
-        shape = torch.broadcast_shapes(*(m.shape for m in present))
+        torch.broadcast_shapes(*(m.shape for m in present))
     except RuntimeError:
         shapes = ", ".join(str(tuple(m.shape)) for m in present)
         raise ValueError(f"`masks` cannot be broadcast together: shapes {shapes}.") from None
-    combined = present[0].expand(shape)
-    for m in present[1:]:
-        combined = combined & m
-    return combined
+    return _combine_masks(present)
+
+
+def _combine_masks(masks):
+    """Attend only where every mask allows: a logical AND, broadcast."""
+    combined = masks[0]  # bool
+    for mask in masks[1:]:
+        combined = combined & mask  # bool, the shapes broadcast together
+    return combined  # bool, the broadcast shape of all the masks
 
 
 def expand_padding_mask(mask: torch.Tensor) -> torch.Tensor:
@@ -105,10 +132,15 @@ def expand_padding_mask(mask: torch.Tensor) -> torch.Tensor:
     The two new axes broadcast over heads and over queries: every query of a sentence
     ignores the same padded keys.
     """
-    mask = as_bool_mask("mask", mask)
+    require_mask("mask", mask)
     if mask.dim() != 2:
         raise ValueError(f"`mask` must be a key-padding mask of shape (batch, k_len), got {describe(mask)}.")
-    return mask[:, None, None, :]  # (batch, 1, 1, k_len)
+    return _expand_padding_mask(_as_bool_mask(mask))
+
+
+def _expand_padding_mask(mask):
+    """New axes for heads and queries, so that one row of keys serves them all."""
+    return mask[:, None, None, :]  # (batch, k_len) -> (batch, 1, 1, k_len)
 
 
 def broadcast_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str = "mask") -> torch.Tensor:
@@ -119,7 +151,7 @@ def broadcast_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str 
     mask works as it is; a (batch, k) padding mask needs its middle axes first
     (``expand_padding_mask``). No copy of the full (batch, heads, q, k) tensor is made.
     """
-    mask = as_bool_mask(name, mask)
+    require_mask(name, mask)
     scores_shape = tuple(scores_shape)
     try:
         broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
@@ -137,7 +169,7 @@ def broadcast_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str 
             f"`{name}` of shape {tuple(mask.shape)} cannot broadcast to the attention scores of shape "
             f"{scores_shape} (..., q_len, k_len).{hint}"
         )
-    return mask
+    return _as_bool_mask(mask)
 
 
 def fill_value(dtype: torch.dtype) -> float:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validation import describe, require_divisible, require_float_tensor, require_tensor
-from .attention import scaled_dot_product_attention
+from ._validation import require_divisible, require_float_tensor, require_probability, require_shape, require_tensor
+from .attention import _fast_attention, _scaled_dot_product_attention
+from .masks import broadcast_mask
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -33,15 +34,27 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """
     require_tensor("x", x, ndim=3)
     require_divisible(x.shape[-1], num_heads)
+    return _split_heads(x, num_heads)
+
+
+def _split_heads(x, num_heads):
+    """Cut the features into heads, then move the head axis in front of the sequence."""
     batch, seq, d_model = x.shape
-    return x.view(batch, seq, num_heads, d_model // num_heads).transpose(1, 2)  # (batch, heads, seq, d_head)
+    heads = x.view(batch, seq, num_heads, d_model // num_heads)  # (batch, seq, heads, d_head)
+    return heads.transpose(1, 2)  # (batch, heads, seq, d_head)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """(batch, heads, seq, d_head) -> (batch, seq, heads * d_head); the inverse of ``split_heads``."""
     require_tensor("x", x, ndim=4)
+    return _merge_heads(x)
+
+
+def _merge_heads(x):
+    """Move the sequence axis back in front, then lay the heads side by side."""
     batch, heads, seq, d_head = x.shape
-    return x.transpose(1, 2).reshape(batch, seq, heads * d_head)  # (batch, seq, d_model)
+    tokens_first = x.transpose(1, 2)  # (batch, seq, heads, d_head)
+    return tokens_first.reshape(batch, seq, heads * d_head)  # (batch, seq, d_model)
 
 
 def multi_head_attention(
@@ -59,54 +72,63 @@ def multi_head_attention(
     mask: bool, broadcastable to (batch, heads, seq, seq), True = may attend.
     Returns (batch, seq, d_model).
     """
-    require_tensor("x", x, ndim=3)
-    require_float_tensor("x", x)
-    d_model = x.shape[-1]
+    require_float_tensor("x", x, ndim=3)
+    batch, seq, d_model = x.shape
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v), ("w_o", w_o)):
-        require_tensor(name, w, ndim=2)
-        require_float_tensor(name, w, like=x, like_name="`x`")
-        if tuple(w.shape) != (d_model, d_model):
-            raise ValueError(f"`{name}` must have shape (d_model, d_model) = {(d_model, d_model)}, got {describe(w)}.")
-    q = split_heads(x @ w_q, num_heads)  # (batch, heads, seq, d_head)
-    k = split_heads(x @ w_k, num_heads)  # (batch, heads, seq, d_head)
-    v = split_heads(x @ w_v, num_heads)  # (batch, heads, seq, d_head)
-    context, _ = scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, seq, d_head)
-    return merge_heads(context) @ w_o  # (batch, seq, d_model)
+        require_float_tensor(name, w, ndim=2, like=x, like_name="`x`")
+        require_shape(name, w, (d_model, d_model), symbols="(d_model, d_model)")
+    require_divisible(d_model, num_heads)
+    if mask is not None:
+        mask = broadcast_mask(mask, (batch, num_heads, seq, seq)).to(x.device)
+    return _multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask)
+
+
+def _multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    """Project, split into heads, attend in each head, merge the heads, mix them with W_O."""
+    q = _split_heads(x @ w_q, num_heads)  # (batch, heads, seq, d_head)
+    k = _split_heads(x @ w_k, num_heads)  # (batch, heads, seq, d_head)
+    v = _split_heads(x @ w_v, num_heads)  # (batch, heads, seq, d_head)
+    context, _ = _scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, seq, d_head)
+    return _merge_heads(context) @ w_o  # (batch, seq, d_model)
 
 
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention as in BERT: Q/K/V projections with bias, heads, W_O.
 
     forward(x, mask=None, need_weights=False) -> (output, weights)
-    x: (batch, seq, d_model); mask: bool broadcastable to (batch, heads, seq, seq).
+    x: (batch, seq, d_model); mask: bool broadcastable to (batch, heads, seq, seq), on x's device.
     output: (batch, seq, d_model); weights: (batch, heads, seq, seq), or None when
-    ``need_weights`` is False (then the fused fast path runs).
+    ``need_weights`` is False (then the fused fast path runs). ``dropout_p`` drops attention
+    weights in training mode.
+
+    The constructor checks its settings; ``forward`` trusts its caller (``BertModel`` checks
+    its input once, at its border) and calls the cores directly, so nothing is re-checked,
+    nothing is read back from a GPU, and ``torch.compile`` sees one graph. To check a tensor
+    of your own, call the public functions (``split_heads``, ``scaled_dot_product_attention``).
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, num_heads: int, dropout_p: float = 0.0):
         super().__init__()
         require_divisible(d_model, num_heads)
+        require_probability("dropout_p", dropout_p)
         self.d_model = d_model
         self.num_heads = num_heads
-        self.dropout = dropout
+        self.dropout_p = dropout_p
         self.query = nn.Linear(d_model, d_model)
         self.key = nn.Linear(d_model, d_model)
         self.value = nn.Linear(d_model, d_model)
         self.output = nn.Linear(d_model, d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
-        require_tensor("x", x, ndim=3)
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"`x` must have shape (batch, seq, d_model={self.d_model}), got {describe(x)}.")
-        require_float_tensor("x", x, like=self.query.weight, like_name="the layer's weight")
-        q = split_heads(self.query(x), self.num_heads)  # (batch, heads, seq, d_head)
-        k = split_heads(self.key(x), self.num_heads)  # (batch, heads, seq, d_head)
-        v = split_heads(self.value(x), self.num_heads)  # (batch, heads, seq, d_head)
-        dropout_p = self.dropout if self.training else 0.0
-        context, weights = scaled_dot_product_attention(
-            q, k, v, mask, need_weights=need_weights, dropout_p=dropout_p
-        )  # (batch, heads, seq, d_head), (batch, heads, seq, seq) or None
-        return self.output(merge_heads(context)), weights  # (batch, seq, d_model)
+        q = _split_heads(self.query(x), self.num_heads)  # (batch, heads, seq, d_head)
+        k = _split_heads(self.key(x), self.num_heads)  # (batch, heads, seq, d_head)
+        v = _split_heads(self.value(x), self.num_heads)  # (batch, heads, seq, d_head)
+        dropout_p = self.dropout_p if self.training else 0.0
+        if need_weights:  # the teaching path, which returns the attention maps too
+            context, weights = _scaled_dot_product_attention(q, k, v, mask, dropout_p)  # maps (batch, heads, seq, seq)
+        else:  # the fused kernel
+            context, weights = _fast_attention(q, k, v, mask, dropout_p), None  # (batch, heads, seq, d_head), no maps
+        return self.output(_merge_heads(context)), weights  # (batch, seq, d_model)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, num_heads={self.num_heads}, d_head={self.d_model // self.num_heads}"

@@ -20,7 +20,7 @@ import math
 import torch
 from torch import nn
 
-from ._validation import require_integer_tensor, require_positive_int
+from ._validation import can_check_values, require_integer_tensor, require_positive_int, require_sequence_fits
 
 
 def sinusoidal_position_encoding(max_len: int, d_model: int) -> torch.Tensor:
@@ -30,13 +30,18 @@ def sinusoidal_position_encoding(max_len: int, d_model: int) -> torch.Tensor:
     """
     require_positive_int("max_len", max_len)
     require_positive_int("d_model", d_model)
+    return _sinusoidal_position_encoding(max_len, d_model)
+
+
+def _sinusoidal_position_encoding(max_len, d_model):
+    """sin(pos / 10000^(2i/d)) in column 2i, cos of the same angle in column 2i + 1."""
     position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (ceil(d/2),)
-    frequency = torch.exp(-math.log(10000.0) * two_i / d_model)  # 1 / 10000^(2i/d)
+    frequency = torch.exp(-math.log(10000.0) * two_i / d_model)  # (ceil(d/2),): 1 / 10000^(2i/d)
     angle = position * frequency  # (max_len, ceil(d/2))
-    table = torch.zeros(max_len, d_model)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    table = torch.zeros(max_len, d_model)  # (max_len, d_model)
+    table[:, 0::2] = torch.sin(angle)  # even columns: (max_len, ceil(d/2))
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])  # odd columns: (max_len, floor(d/2))
     return table  # (max_len, d_model)
 
 
@@ -46,7 +51,8 @@ class LearnedPositionEmbedding(nn.Embedding):
     It is an ``nn.Embedding`` (its rows are in ``.weight``, shape (max_len, d_model)), called
     with a sequence length: ``forward(seq_len)`` -> the first ``seq_len`` rows, (seq_len, d_model).
     Like any embedding it also takes a tensor of position ids. Past the table's end it raises
-    the error that explains BERT's length limit.
+    the error that explains BERT's length limit (for position ids: read on the CPU only, see
+    ``bertcourse._validation``). ``BertEmbeddings`` reads ``.weight`` directly.
     """
 
     def __init__(self, max_len: int, d_model: int):
@@ -58,20 +64,10 @@ class LearnedPositionEmbedding(nn.Embedding):
         if isinstance(seq_len, torch.Tensor):
             positions = seq_len  # (..., seq) position ids
             require_integer_tensor("positions", positions, hint="Position ids count from 0: use `.long()`.")
-            check_sequence_fits(int(positions.max()) + 1 if positions.numel() else 0, self.num_embeddings, "positions")
+            if can_check_values(positions) and positions.numel():
+                require_sequence_fits(int(positions.max()) + 1, self.num_embeddings, "positions")
         else:
             require_positive_int("seq_len", seq_len)
-            check_sequence_fits(seq_len, self.num_embeddings, "seq_len")
+            require_sequence_fits(seq_len, self.num_embeddings, "seq_len")
             positions = torch.arange(seq_len, device=self.weight.device)  # (seq_len,)
         return super().forward(positions)  # (..., seq, d_model)
-
-
-def check_sequence_fits(seq_len: int, max_position_embeddings: int, name: str = "input_ids") -> None:
-    """Raise a ValueError that explains BERT's length limit when ``seq_len`` is past the table."""
-    if seq_len > max_position_embeddings:
-        raise ValueError(
-            f"`{name}` has {seq_len} tokens, but the model has learned positions only for "
-            f"max_position_embeddings={max_position_embeddings} tokens: learned position embeddings "
-            "cannot extrapolate. Truncate the input (tokenizer `max_length=...`) or split a long text "
-            "into overlapping windows (a sliding window) and combine the results."
-        )

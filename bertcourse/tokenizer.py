@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ._validation import describe
+from ._validation import describe, is_int
 
 
 class WordPieceTokenizer:
@@ -73,7 +73,7 @@ class WordPieceTokenizer:
     def __call__(self, texts, pairs=None, max_length: int = 512) -> dict[str, torch.Tensor]:
         texts = _as_strings("texts", texts)
         specials = 2 if pairs is None else 3  # [CLS] A [SEP] (B [SEP])
-        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length <= specials:
+        if not is_int(max_length) or max_length <= specials:
             raise ValueError(
                 f"`max_length` must be an int above {specials} ([CLS] and [SEP] take {specials} places), "
                 f"got {max_length!r}."
@@ -114,6 +114,6 @@ def _one_sentence(ids) -> list[int]:
         if ids.dim() != 1:
             raise ValueError(f"`ids` must be one sentence's ids (1-D), got {describe(ids)}: pass `ids[0]`.")
         return ids.tolist()
-    if not isinstance(ids, (list, tuple)) or not all(isinstance(i, int) for i in ids):
+    if not isinstance(ids, (list, tuple)) or not all(is_int(i) for i in ids):
         raise TypeError(f"`ids` must be a 1-D tensor or a list of ints, got {describe(ids)}.")
     return list(ids)

@@ -128,8 +128,8 @@ def test_dtypes_are_checked_before_computing():
         bc.scaled_dot_product_attention(q.long(), k.long(), v.long())
     with pytest.raises(TypeError, match=r"`w_k` has dtype torch.float64 but `x` has torch.float32"):
         bc.qkv_projection(torch.randn(3, 4), torch.randn(4, 2), torch.randn(4, 2).double(), torch.randn(4, 2))
-    with pytest.raises(TypeError, match=r"`x` has dtype torch.float16 but the layer's weight has torch.float32"):
-        bc.MultiHeadAttention(8, 2)(torch.randn(1, 3, 8).half())
+    with pytest.raises(TypeError, match=r"`w_q` has dtype torch.float32 but `x` has torch.float16"):
+        bc.multi_head_attention(torch.randn(1, 3, 8).half(), *[torch.randn(8, 8)] * 4, num_heads=2)
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,8 @@
 """LayerNorm, GELU feed-forward and the encoder layer, against PyTorch's own modules."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -47,7 +50,7 @@ def test_feed_forward_is_gelu_between_two_linear_maps():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda b, x: b(torch.randn(2, 3, 5)), r"`x` must have last dimension d_model = w1.shape\[0\] = 8"),
+        (lambda b, x: bc.feed_forward(torch.randn(2, 3, 5), *b.args), r"`x` must have last dimension d_model = w1"),
         (lambda b, x: bc.feed_forward(x, *b.args[:2], b.args[0], b.args[3]), r"`w2` must have shape \(d_ff, d_model\)"),
         (lambda b, x: bc.feed_forward(x, b.args[0], torch.zeros(8), *b.args[2:]), r"`b1` must have shape \(32,\)"),
         (lambda b, x: bc.feed_forward(x, b.args[0], None, *b.args[2:]), r"`b1` must be a torch.Tensor, got NoneType"),
@@ -61,10 +64,11 @@ def test_feed_forward_errors_name_the_argument(call, match):
         call(block, torch.randn(2, 3, 8))
 
 
-def test_layer_norm_module_names_the_input_and_keeps_its_dtype():
-    with pytest.raises(ValueError, match=r"`x` must have last dimension d=8, got a tensor of shape \(2, 4\)"):
-        bc.LayerNorm(8)(torch.randn(2, 4))
-    assert bc.LayerNorm(4)(torch.randn(2, 4).half()).dtype == torch.float16
+def test_layer_norm_names_the_input_and_keeps_its_dtype():
+    with pytest.raises(ValueError, match=r"`weight` must have shape \(d,\) = \(4,\), got a tensor of shape \(8,\)"):
+        bc.layer_norm(torch.randn(2, 4), torch.ones(8), torch.zeros(8))
+    for fused in (True, False):
+        assert bc.LayerNorm(4, fused=fused)(torch.randn(2, 4).half()).dtype == torch.float16
     with pytest.raises(TypeError, match="`x` must hold floating-point numbers"):
         bc.layer_norm(torch.ones(2, 4, dtype=torch.long), torch.ones(4), torch.zeros(4))
 
@@ -95,7 +99,7 @@ def copy_into_torch_layer(ours: bc.EncoderLayer, norm_first: bool) -> nn.Transfo
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_matches_torch_transformer_encoder_layer(norm_first):
     torch.manual_seed(0)
-    ours = bc.EncoderLayer(32, 4, 64, dropout=0.0, attention_dropout=0.0, norm_first=norm_first).eval()
+    ours = bc.EncoderLayer(32, 4, 64, dropout_p=0.0, attention_dropout_p=0.0, norm_first=norm_first).eval()
     with torch.no_grad():
         for norm in (ours.attention_norm, ours.output_norm):
             norm.weight.uniform_(0.5, 1.5)
@@ -112,7 +116,137 @@ def test_encoder_layer_matches_torch_transformer_encoder_layer(norm_first):
 def test_post_ln_output_is_normalised_pre_ln_is_not():
     torch.manual_seed(0)
     x = torch.randn(1, 4, 16) * 5
-    post, _ = bc.EncoderLayer(16, 2, 32, dropout=0.0).eval()(x)
-    pre, _ = bc.EncoderLayer(16, 2, 32, dropout=0.0, norm_first=True).eval()(x)
+    post, _ = bc.EncoderLayer(16, 2, 32, dropout_p=0.0).eval()(x)
+    pre, _ = bc.EncoderLayer(16, 2, 32, dropout_p=0.0, norm_first=True).eval()(x)
     torch.testing.assert_close(post.mean(-1), torch.zeros(1, 4), atol=1e-5, rtol=0)
     assert pre.mean(-1).abs().max() > 0.1
+
+
+def test_fused_layer_norm_equals_the_teaching_path_outputs_and_gradients():
+    torch.manual_seed(0)
+    x = torch.randn(3, 5, 16) * 4 + 2
+    fused, teaching = bc.LayerNorm(16), bc.LayerNorm(16, fused=False)
+    with torch.no_grad():
+        fused.weight.normal_()
+        fused.bias.normal_()
+    teaching.load_state_dict(fused.state_dict())
+    upstream = torch.randn(3, 5, 16)  # the same gradient arrives from above on both paths
+    results = []
+    for norm in (fused, teaching):
+        xi = x.clone().requires_grad_()
+        y = norm(xi)
+        (y * upstream).sum().backward()
+        results.append((y, xi.grad, norm.weight.grad, norm.bias.grad))
+    for a, b in zip(*results, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(results[1][0], bc.layer_norm(x, fused.weight, fused.bias), atol=0, rtol=0)
+    assert "fused=False" in repr(teaching) and "fused" not in repr(fused)
+
+
+def test_dropout_p_is_a_probability_and_dropout_a_module():
+    attention = bc.MultiHeadAttention(8, 2, dropout_p=0.2)
+    layer = bc.EncoderLayer(8, 2, 16, dropout_p=0.3, attention_dropout_p=0.2)
+    assert attention.dropout_p == 0.2 and layer.attention.dropout_p == 0.2
+    assert isinstance(layer.dropout, nn.Dropout) and layer.dropout.p == 0.3
+    with pytest.raises(ValueError, match=r"`dropout_p` must be a probability in \[0, 1\), got 1.0"):
+        bc.MultiHeadAttention(8, 2, dropout_p=1.0)
+    with pytest.raises(ValueError, match=r"`attention_dropout_p` must be a probability in \[0, 1\), got 1.5"):
+        bc.EncoderLayer(8, 2, 16, attention_dropout_p=1.5)
+    with pytest.raises(TypeError, match=r"`dropout_p` must be a probability in \[0, 1\), got bool True"):
+        bc.EncoderLayer(8, 2, 16, dropout_p=True)
+
+
+def small_modules():
+    """Each module of the encoder with a small input, as (module, positional args of forward)."""
+    torch.manual_seed(0)
+    config = bc.BertConfig(
+        vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=24
+    )
+    x = torch.randn(2, 5, 16)  # (batch, seq, d_model)
+    mask = bc.expand_padding_mask(bc.padding_mask([5, 3]))  # (batch, 1, 1, seq)
+    ids = torch.randint(0, 50, (2, 5))
+    return [
+        (bc.MultiHeadAttention(16, 4), (x, mask, False)),
+        (bc.MultiHeadAttention(16, 4), (x, mask, True)),
+        (bc.LayerNorm(16), (x,)),
+        (bc.LayerNorm(16, fused=False), (x,)),
+        (bc.FeedForward(16, 24), (x,)),
+        (bc.EncoderLayer(16, 4, 24), (x, mask, True)),
+        (bc.EncoderLayer(16, 4, 24, norm_first=True), (x, mask)),
+        (bc.Encoder(2, d_model=16, num_heads=4, d_ff=24), (x, mask, True, True)),
+        (bc.BertEmbeddings(config), (ids, torch.zeros_like(ids))),
+    ]
+
+
+def calls_into_the_package(run):
+    """(file name, function name) of every bertcourse function that ``run()`` calls (Python frames only)."""
+    package = str(Path(bc.__file__).parent)
+    calls = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            calls.append((Path(frame.f_code.co_filename).name, frame.f_code.co_name))
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_modules_trust_their_callers_and_call_the_cores():
+    """A forward pass runs no check: no helper of _validation but can_check_values (which guards
+    a shortcut), no check_* function, no checked public function (each would call _validation)."""
+    for module, args in small_modules():
+        with torch.no_grad():
+            calls = calls_into_the_package(lambda module=module, args=args: module.eval()(*args))
+        checks = [
+            name
+            for file, name in calls
+            if name != "can_check_values" and (file == "_validation.py" or "check" in name or "require" in name)
+        ]
+        assert checks == [], (type(module).__name__, checks)
+        assert ("multihead.py", "_split_heads") in calls or not isinstance(module, bc.MultiHeadAttention)
+
+
+def test_no_value_is_read_back_from_a_device():
+    """On the meta device every value read raises, so this is the GPU's rule checked on a CPU:
+    a forward pass, and the public functions' checks, read no value from a non-CPU tensor."""
+    for module, args in small_modules():
+        module.to("meta")(*(a.to("meta") if isinstance(a, torch.Tensor) else a for a in args))
+    with torch.device("meta"):
+        q = torch.randn(2, 3, 4)
+        int_mask = torch.ones(3, 3, dtype=torch.long)
+        assert bc.scaled_dot_product_attention(q, q, q, int_mask)[0].device.type == "meta"
+        assert bc.scaled_dot_product_attention(q, q, q, int_mask, need_weights=False)[0].device.type == "meta"
+        assert bc.mask_from_attention_mask(int_mask).dtype == torch.bool
+        assert bc.LearnedPositionEmbedding(8, 4)(torch.arange(5)).shape == (5, 4)
+        assert bc.padding_mask(torch.tensor([3, 2]), 4).shape == (2, 4)
+        ids = torch.ones(2, 5, dtype=torch.long)
+        tables = (torch.randn(9, 4), torch.randn(8, 4), torch.randn(2, 4), torch.ones(4), torch.zeros(4))
+        assert bc.bert_embeddings(ids, None, *tables).shape == (2, 5, 4)
+
+
+def test_every_module_compiles_to_one_graph():
+    """fullgraph=True fails on any graph break (a value read, a data-dependent branch); the
+    eager backend only traces, so this is quick."""
+    for module, args in small_modules():
+        module.eval()
+        torch._dynamo.reset()
+        compiled = torch.compile(module, fullgraph=True, backend="eager")
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(*args), module(*args), atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")  # Inductor's import
+def test_multi_head_attention_and_encoder_layer_compiled_by_inductor_match_eager():
+    torch.manual_seed(0)
+    x = torch.randn(2, 7, 32)
+    mask = bc.expand_padding_mask(bc.padding_mask([7, 5]))
+    for module in (bc.MultiHeadAttention(32, 4).eval(), bc.EncoderLayer(32, 4, 64).eval()):
+        torch._dynamo.reset()
+        compiled = torch.compile(module, fullgraph=True)
+        with torch.no_grad():
+            (ours, _), (expected, _) = compiled(x, mask), module(x, mask)
+        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)

@@ -60,7 +60,7 @@ def test_head_count_must_divide_width():
 
 
 def test_wrong_input_width_is_explained():
-    with pytest.raises(ValueError, match=r"`x` must have shape \(batch, seq, d_model=24\)"):
-        bc.MultiHeadAttention(24, 4)(torch.randn(2, 3, 16))
+    with pytest.raises(ValueError, match=r"`w_q` must have shape \(d_model, d_model\) = \(16, 16\)"):
+        bc.multi_head_attention(torch.randn(2, 3, 16), *[torch.randn(24, 24)] * 4, num_heads=4)
     with pytest.raises(ValueError, match=r"`w_o` must have shape \(d_model, d_model\)"):
         bc.multi_head_attention(torch.randn(1, 2, 4), *[torch.randn(4, 4)] * 3, torch.randn(4, 3), num_heads=2)
