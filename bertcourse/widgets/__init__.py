@@ -5,6 +5,9 @@
     PositionalEncodingExplorer()             the sinusoidal table, one position and one dimension at a time (04)
     ResidualExplorer()                       the gradient reaching each layer of a deep stack, residuals on or off (06)
     AttentionExplorer(model, tokenizer)      the attention maps of a real BERT, layer by layer, head by head (07)
+    ModelViewExplorer(model, tokenizer)      every head of every layer at once, one enlarged (08)
+    NeuronViewExplorer(model, tokenizer)     the query and key vectors behind one attention weight (08)
+    WindowExplorer(tokenizer)                sliding windows over a text: what each covers, where tokens are read (11)
 
 Every number an explorer draws comes from a pure, seeded function of ``bertcourse.experiments``
 (importable without ipywidgets or matplotlib); ``gradient_norms_per_layer``, the measurement
@@ -36,12 +39,17 @@ from .explorers import (
     ResidualExplorer,
     ScalingExplorer,
 )
+from .inside import ModelViewExplorer, NeuronViewExplorer  # notebook 08
+from .long_inputs import WindowExplorer  # notebook 11
 
 __all__ = [
     "AttentionExplorer",
     "MaskingExplorer",
+    "ModelViewExplorer",
+    "NeuronViewExplorer",
     "PositionalEncodingExplorer",
     "ResidualExplorer",
     "ScalingExplorer",
+    "WindowExplorer",
     "gradient_norms_per_layer",
 ]
