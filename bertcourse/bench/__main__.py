@@ -14,7 +14,7 @@ import importlib
 
 import torch
 
-SECTIONS = ["forward", "training"]
+SECTIONS = ["forward", "training", "long_inputs"]
 
 
 def main(argv=None) -> dict[str, list[dict]]:

@@ -1,0 +1,85 @@
+"""WindowExplorer (notebook 11): every control moved from Python, what was drawn checked against
+bertcourse.long_inputs, and bad settings shown as a message in the figure instead of an exception."""
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+import bertcourse as bc
+from bertcourse import long_inputs as li
+from bertcourse.pretrained import default_weights_dir
+from bertcourse.widgets.long_inputs import WindowExplorer
+
+matplotlib.use("Agg")
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:FigureCanvasAgg is non-interactive:UserWarning"),
+    pytest.mark.filterwarnings("ignore:The `ipykernel.comm.Comm` class has been deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:`ipykernel.pylab.backend_inline` is deprecated:DeprecationWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return bc.WordPieceTokenizer.from_folder(default_weights_dir())
+
+
+def test_the_explorer_draws_the_packages_windows_and_owners(tok):
+    explorer = WindowExplorer(tok, window=12, stride=8)
+    drawn = explorer.drawn
+    n_tokens = len(drawn["tokens"])
+    assert drawn["message"] is None
+    assert drawn["tokens"] == tok.convert_ids_to_tokens(li.content_ids(tok, explorer.text.value))
+    assert torch.equal(drawn["spans"], li.window_spans(n_tokens, 12, 8))
+    assert torch.equal(drawn["owner"], li.central_windows(drawn["spans"]))
+    matrix = drawn["matrix"]
+    assert matrix.shape == (len(drawn["spans"]), n_tokens)
+    assert bool(((matrix == 2).sum(dim=0) == 1).all())  # each token's output comes from exactly one window
+    for w, (start, end) in enumerate(drawn["spans"].tolist()):
+        assert bool((matrix[w, start:end] > 0).all()) and not matrix[w, :start].any() and not matrix[w, end:].any()
+    assert drawn["title"] == f"window 12, stride 8: {len(drawn['spans'])} windows over {n_tokens} tokens, overlap 4"
+    assert plt.fignum_exists(drawn["figure"].number) is False  # closed after it was shown
+
+
+def test_moving_the_sliders_and_typing_a_text_redraws(tok):
+    explorer = WindowExplorer(tok)
+    explorer.window.value, explorer.stride.value = 6, 2
+    assert torch.equal(explorer.drawn["spans"], li.window_spans(len(explorer.drawn["tokens"]), 6, 2))
+    explorer.text.value = "To be, or not to be, that is the question."
+    assert explorer.drawn["tokens"][:5] == ["to", "be", ",", "or", "not"]
+    assert torch.equal(explorer.drawn["spans"], li.window_spans(len(explorer.drawn["tokens"]), 6, 2))
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"stride": 12}, "`window`=12 must be larger than `stride`=12"),
+        ({"stride": 20}, "`window`=12 must be larger than `stride`=20"),
+        ({"text": "   "}, "Type a text first: the box is empty."),
+        ({"text": "word " * 200}, "The text has 200 tokens; this explorer draws at most 120: shorten it."),
+    ],
+)
+def test_bad_settings_show_a_message_in_the_figure(tok, settings, message):
+    explorer = WindowExplorer(tok, window=12, stride=8)
+    for name, value in settings.items():
+        getattr(explorer, name).value = value
+    drawn = explorer.drawn
+    assert drawn["message"].startswith(message)
+    assert drawn["matrix"] is None and drawn["spans"] is None and drawn["title"] == "nothing to draw"
+    assert drawn["figure"].axes[0].texts[0].get_text() == drawn["message"]
+    explorer.stride.value, explorer.text.value = 4, "A short text again."
+    assert explorer.drawn["message"] is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"window": 8, "stride": 8}, "`window`=8 must be larger than `stride`=8"),
+        ({"window": 8, "stride": 0}, "`stride` must be at least 1"),
+        ({"window": 60, "stride": 30}, "`window` must be at most 48 tokens in this explorer, got 60"),
+    ],
+)
+def test_bad_initial_settings_are_errors(tok, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        WindowExplorer(tok, **kwargs)
