@@ -56,6 +56,6 @@ bert           07: bert_embeddings, count_parameters
 """
 
 from .records import CheckResult, Exercise, Mistake
-from .registry import EXERCISES, check, prompt, solution
+from .registry import EXERCISES, check, progress, prompt, solution
 
-__all__ = ["EXERCISES", "CheckResult", "Exercise", "Mistake", "check", "prompt", "solution"]
+__all__ = ["EXERCISES", "CheckResult", "Exercise", "Mistake", "check", "progress", "prompt", "solution"]

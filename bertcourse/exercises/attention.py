@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from ..attention import _teaching_attention, attention_scores, qkv_projection, scaled_dot_product_attention
+from ..attention import attention_scores, qkv_projection, scaled_dot_product_attention
 from ..masks import padding_mask
 from .random_inputs import _randn, _weights
 from .records import Case, Exercise, Mistake
@@ -19,9 +19,17 @@ from .records import Case, Exercise, Mistake
 
 def _qkv_cases(g):
     return [
-        Case("one sentence of 5 tokens, d_model 8, d_k 4, d_v 6", (_randn(g, 5, 8), *_qkv_weights(g, 8, 4, 6))),
-        Case("a batch of 2 sentences", (_randn(g, 2, 5, 8), *_qkv_weights(g, 8, 4, 6))),
-        Case("odd sizes with square weights, d_model = d_k = d_v = 7", (_randn(g, 3, 5, 7), *_qkv_weights(g, 7, 7, 7))),
+        Case(
+            "one sentence of 5 tokens, d_model 8, d_k 4, d_v 6",
+            (_randn(g, 5, 8), *_qkv_weights(g, 8, 4, 6)),
+            ("non-square",),
+        ),
+        Case("a batch of 2 sentences", (_randn(g, 2, 5, 8), *_qkv_weights(g, 8, 4, 6)), ("batched", "non-square")),
+        Case(
+            "odd sizes with square weights, d_model = d_k = d_v = 7",
+            (_randn(g, 3, 5, 7), *_qkv_weights(g, 7, 7, 7)),
+            ("batched", "square"),
+        ),
     ]
 
 
@@ -53,6 +61,8 @@ QKV_PROJECTION = Exercise(
     start="`q = x @ w_q`, then the same for `k` and `v`.",
     make_cases=_qkv_cases,
     outputs=("q", "k", "v"),
+    axes={name: ("token rows", "feature columns") for name in ("q", "k", "v")},
+    notebook="01",
     mistakes=(
         Mistake(
             "the weights transposed (`x @ w.T`)",
@@ -84,9 +94,14 @@ QKV_PROJECTION = Exercise(
 
 def _scores_cases(g):
     return [
-        Case("one sentence: 4 queries, 6 keys, d_k 8", (_randn(g, 4, 8), _randn(g, 6, 8))),
-        Case("batch of 2, 3 heads", (_randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 6, 8))),
-        Case("square: 5 queries, 5 keys, d_k 5", (_randn(g, 2, 5, 5), _randn(g, 2, 5, 5))),
+        Case("one sentence: 4 queries, 6 keys, d_k 8", (_randn(g, 4, 8), _randn(g, 6, 8)), ("non-square",)),
+        Case("batch of 2, 3 heads", (_randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 6, 8)), ("batched", "non-square")),
+        Case("square: 5 queries, 5 keys, d_k 5", (_randn(g, 2, 5, 5), _randn(g, 2, 5, 5)), ("batched", "square")),
+        Case(
+            "a cube: batch of 3, 3 queries, 3 keys, d_k 3 (every axis swap runs)",
+            (_randn(g, 3, 3, 3), _randn(g, 3, 3, 3)),
+            ("batched", "square"),
+        ),
     ]
 
 
@@ -106,6 +121,18 @@ def _scores_all_axes_reversed(q, k):
     return q @ _reverse_axes(k)
 
 
+def _scores_matrix_transpose(q, k):
+    return q @ k.t()  # raises for more than 2 dimensions
+
+
+def _scores_first_two_axes_swapped(q, k):
+    return q @ k.transpose(0, 1)
+
+
+def _scores_softmax_applied(q, k):
+    return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+
+
 def _reverse_axes(x):
     return x.permute(*reversed(range(x.dim())))  # what `x.T` does to a tensor of any rank
 
@@ -123,6 +150,8 @@ ATTENTION_SCORES = Exercise(
     "the raw scores `q @ kᵀ` of shape (..., q_len, k_len), without any scaling.",
     start="`k.transpose(-2, -1)` swaps the last two axes of `k`.",
     make_cases=_scores_cases,
+    axes={"": ("query rows", "key columns")},
+    notebook="01",
     mistakes=(
         Mistake(
             "the keys not transposed (`q @ k`)",
@@ -145,6 +174,23 @@ ATTENTION_SCORES = Exercise(
             _BATCHED_TRANSPOSE_HINT,
             _scores_all_axes_reversed,
         ),
+        Mistake(
+            "a transpose for 2-D matrices only (`k.t()`)",
+            "`.t()` refuses anything but a 2-D matrix; `k.transpose(-2, -1)` swaps the last two axes whatever "
+            "the batch and head axes in front.",
+            _scores_matrix_transpose,
+        ),
+        Mistake(
+            "the first two axes transposed (`k.transpose(0, 1)`)",
+            "axes 0 and 1 are the last two only for a 2-D matrix; with batch axes in front, "
+            "`k.transpose(-2, -1)` counts from the end and always swaps tokens and features.",
+            _scores_first_two_axes_swapped,
+        ),
+        Mistake(
+            "a softmax applied to the scores",
+            "this exercise asks for the raw scores; the softmax turns them into weights in the next notebook.",
+            _scores_softmax_applied,
+        ),
     ),
 )
 
@@ -154,7 +200,21 @@ ATTENTION_SCORES = Exercise(
 
 def _sdpa_cases(g):
     return [
-        Case("one sentence, no mask: 4 queries, 6 keys, d_k 8", (_randn(g, 4, 8), _randn(g, 6, 8), _randn(g, 6, 5))),
+        Case(
+            "one sentence, no mask: 4 queries, 6 keys, d_k 8, d_v 5",
+            (_randn(g, 4, 8), _randn(g, 6, 8), _randn(g, 6, 5)),
+            ("no mask", "non-square"),
+        ),
+        Case(
+            "batch of 2, 2 heads, no mask: 5 queries, 6 keys, d_k 8, d_v 3",
+            (_randn(g, 2, 2, 5, 8), _randn(g, 2, 2, 6, 8), _randn(g, 2, 2, 6, 3)),
+            ("no mask", "batched", "non-square"),
+        ),
+        Case(
+            "one sentence with a random mask: 5 queries, 6 keys, d_k 4, d_v 7",
+            (_randn(g, 5, 4), _randn(g, 6, 4), _randn(g, 6, 7), _random_mask(g, 5, 6)),
+            ("masked", "non-square"),
+        ),
         Case(
             "batch of 2 with a padding mask (lengths 4 and 3)",
             (
@@ -163,10 +223,32 @@ def _sdpa_cases(g):
                 _randn(g, 2, 6, 5),
                 padding_mask(torch.tensor([4, 3]), 6)[:, None],
             ),
+            ("masked", "batched", "non-square"),
         ),
         Case(
             "batch of 2, 2 heads, square (6 queries, 6 keys, d_k 6), random mask",
             (_randn(g, 2, 2, 6, 6), _randn(g, 2, 2, 6, 6), _randn(g, 2, 2, 6, 3), _random_mask(g, 2, 1, 6, 6)),
+            ("masked", "batched", "square"),
+        ),
+        Case(
+            "float16: batch of 2 with a padding mask (lengths 5 and 2), d_k 16",
+            (
+                _randn(g, 2, 3, 16).half(),
+                _randn(g, 2, 6, 16).half(),
+                _randn(g, 2, 6, 4).half(),
+                padding_mask(torch.tensor([5, 2]), 6)[:, None],
+            ),
+            ("masked", "batched", "float16", "non-square"),
+        ),
+        Case(
+            "bfloat16: one sentence with a random mask, 4 queries, 5 keys, d_k 12",
+            (
+                _randn(g, 4, 12).bfloat16(),
+                _randn(g, 5, 12).bfloat16(),
+                _randn(g, 5, 2).bfloat16(),
+                _random_mask(g, 4, 5),
+            ),
+            ("masked", "bfloat16", "non-square"),
         ),
     ]
 
@@ -211,6 +293,59 @@ def _sdpa_all_axes_reversed(q, k, v, mask=None):
     return _softmax_attend(q @ _reverse_axes(k) / math.sqrt(q.shape[-1]), v, mask)
 
 
+def _sdpa_softmax_over_dim_1(q, k, v, mask=None):
+    return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask, dim=1)
+
+
+def _sdpa_precedence_in_the_scale(q, k, v, mask=None):
+    return _softmax_attend(q @ k.transpose(-2, -1) / q.shape[-1] ** 1 / 2, v, mask)
+
+
+def _sdpa_scaled_after_softmax(q, k, v, mask=None):
+    output, weights = _softmax_attend(q @ k.transpose(-2, -1), v, mask)
+    weights = weights / math.sqrt(q.shape[-1])
+    return weights @ v, weights
+
+
+def _sdpa_scaled_by_sqrt_d_v(q, k, v, mask=None):
+    return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1]), v, mask)
+
+
+def _sdpa_scaled_by_8(q, k, v, mask=None):
+    return _softmax_attend(q @ k.transpose(-2, -1) / 8, v, mask)
+
+
+def _sdpa_outputs_swapped(q, k, v, mask=None):
+    output, weights = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
+    return weights, output
+
+
+def _sdpa_if_mask(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask:  # raises for a mask of more than one entry
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return _softmax_attend(scores, v)
+
+
+def _sdpa_fill_minus_1e9(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)  # overflows float16
+    return _softmax_attend(scores, v)
+
+
+def _sdpa_mask_added(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + mask  # True counts as 1: a bonus, not a block
+    return _softmax_attend(scores, v)
+
+
+def _sdpa_computed_in_float32(q, k, v, mask=None):
+    output, weights = _softmax_attend(q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1]), v.float(), mask)
+    return output, weights
+
+
 def _sdpa_mask_ignored(q, k, v, mask=None):
     return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v)
 
@@ -243,7 +378,9 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
     start="`scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])`.",
     make_cases=_sdpa_cases,
     outputs=("output", "weights"),
-    extra_solution=(_teaching_attention,),
+    axes={"output": ("query rows", "feature columns"), "weights": ("query rows", "key columns")},
+    notebook="02",
+    extra_solution=("_zero_fully_masked_rows",),
     mistakes=(
         Mistake(
             "no scaling",
@@ -297,6 +434,62 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
             "zeroing weights after the softmax leaves rows that no longer sum to 1; mask the scores "
             "before the softmax.",
             _sdpa_mask_after_softmax,
+        ),
+        Mistake(
+            "the softmax over `dim=1`",
+            "`dim=1` is the key axis only for one 2-D matrix; with batch or head axes in front it is another "
+            "axis. Count from the end: `torch.softmax(scores, dim=-1)`.",
+            _sdpa_softmax_over_dim_1,
+        ),
+        Mistake(
+            "operator precedence in the scale (`d_k ** 1/2`)",
+            "`d_k ** 1/2` is `(d_k ** 1) / 2`, half of d_k: write `d_k ** 0.5` or `math.sqrt(d_k)`.",
+            _sdpa_precedence_in_the_scale,
+        ),
+        Mistake(
+            "the scale applied after the softmax",
+            "divide the scores by √d_k *before* the softmax: the point is to keep the softmax from saturating, "
+            "and weights divided afterwards no longer sum to 1.",
+            _sdpa_scaled_after_softmax,
+        ),
+        Mistake(
+            "scaling by √d_v instead of √d_k",
+            "the variance of q·k grows with the width of q and k: divide by √d_k, `math.sqrt(q.shape[-1])`; "
+            "d_v, the width of v, plays no part.",
+            _sdpa_scaled_by_sqrt_d_v,
+        ),
+        Mistake(
+            "a hard-coded scale of 8 (√64)",
+            "8 = √64 is right only for BERT-base's heads of 64; take d_k from the input, `math.sqrt(q.shape[-1])`.",
+            _sdpa_scaled_by_8,
+        ),
+        Mistake(
+            "the outputs in the wrong order, (weights, output)",
+            "return the tuple as `(output, weights)`, in that order.",
+            _sdpa_outputs_swapped,
+        ),
+        Mistake(
+            "`if mask:` instead of `if mask is not None:`",
+            "`if mask:` asks a whole tensor for one True/False and raises; test whether a mask was given with "
+            "`if mask is not None:`.",
+            _sdpa_if_mask,
+        ),
+        Mistake(
+            "a fill value of -1e9",
+            "-1e9 does not fit in float16 (its range ends at -65504), so `masked_fill` raises; "
+            "`torch.finfo(scores.dtype).min` is the most negative number of every dtype.",
+            _sdpa_fill_minus_1e9,
+        ),
+        Mistake(
+            "the boolean mask added to the scores",
+            "a boolean mask added to the scores counts True as 1, a small bonus: nothing is blocked. "
+            "Fill the blocked scores instead, `scores.masked_fill(~mask, torch.finfo(scores.dtype).min)`.",
+            _sdpa_mask_added,
+        ),
+        Mistake(
+            "the attention computed in float32 whatever the inputs",
+            "keep the inputs' dtype: float16 and bfloat16 inputs expect outputs of the same dtype (no `.float()`).",
+            _sdpa_computed_in_float32,
         ),
     ),
 )

@@ -12,11 +12,12 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 
-from ..embeddings import bert_embeddings
 from ..config import BertConfig
-from ..counting import count_parameters, linear_parameters, parameter_breakdown
+from ..counting import count_parameters, parameter_breakdown
+from ..embeddings import bert_embeddings
 from ..layernorm import layer_norm
 from ..positional import sinusoidal_position_encoding
+from .diagnosis import is_int
 from .random_inputs import _ln_params, _randn
 from .records import Case, Exercise, Mistake
 
@@ -31,6 +32,7 @@ def _embedding_cases(g):
                 *_embedding_tables(g, 8, segments=2),
                 1e-12,
             ),
+            ("batched",),
         ),
         Case(
             "one sentence of 7 tokens, one segment, hidden 8",
@@ -42,6 +44,16 @@ def _embedding_cases(g):
             ),
         ),
         Case(
+            "eps left out, so it is BERT's 1e-12: batch of 2, 3 tokens, hidden 4, tiny table entries (about 0.001)",
+            (
+                torch.randint(0, 20, (2, 3), generator=g),
+                torch.tensor([[0, 1, 1], [0, 0, 1]]),
+                *(table * 0.001 for table in _embedding_tables(g, 4, segments=2)[:3]),
+                *_ln_params(g, 4),
+            ),
+            ("defaults", "batched"),
+        ),
+        Case(
             "batch of 3, 4 tokens, odd width 6, three segment types, eps 0.5 (so where eps goes shows)",
             (
                 torch.randint(0, 20, (3, 4), generator=g),
@@ -49,6 +61,7 @@ def _embedding_cases(g):
                 *_embedding_tables(g, 6, segments=3),
                 0.5,
             ),
+            ("batched",),
         ),
     ]
 
@@ -63,33 +76,51 @@ def _embedding_tables(g, hidden, segments):
     )
 
 
-def _embeddings_no_positions(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps):
+def _embeddings_no_positions(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
     return layer_norm(word[input_ids] + token_type[token_type_ids], ln_weight, ln_bias, eps)
 
 
-def _embeddings_no_token_types(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps):
+def _embeddings_no_token_types(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
     seq_len = input_ids.shape[1]
     return layer_norm(word[input_ids] + position[:seq_len], ln_weight, ln_bias, eps)
 
 
-def _embeddings_no_layer_norm(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps):
+def _embeddings_no_layer_norm(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
     seq_len = input_ids.shape[1]
     return word[input_ids] + position[:seq_len] + token_type[token_type_ids]
 
 
-def _embeddings_sinusoidal(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps):
+def _embeddings_sinusoidal(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
     seq_len, hidden = input_ids.shape[1], word.shape[1]
     summed = word[input_ids] + sinusoidal_position_encoding(seq_len, hidden) + token_type[token_type_ids]
     return layer_norm(summed, ln_weight, ln_bias, eps)
 
 
-def _embeddings_positions_from_1(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps):
+def _embeddings_positions_from_1(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
     seq_len = input_ids.shape[1]
     summed = word[input_ids] + position[1 : seq_len + 1] + token_type[token_type_ids]
     return layer_norm(summed, ln_weight, ln_bias, eps)
 
 
-def _embeddings_default_eps(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps):
+def _embeddings_positions_by_ids(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
+    summed = word[input_ids] + position[input_ids % position.shape[0]] + token_type[token_type_ids]
+    return layer_norm(summed, ln_weight, ln_bias, eps)
+
+
+def _embeddings_layer_norm_on_words_only(
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12
+):
+    seq_len = input_ids.shape[1]
+    return layer_norm(word[input_ids], ln_weight, ln_bias, eps) + position[:seq_len] + token_type[token_type_ids]
+
+
+def _embeddings_dropout_left_on(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
+    seq_len = input_ids.shape[1]
+    summed = word[input_ids] + position[:seq_len] + token_type[token_type_ids]
+    return F.dropout(layer_norm(summed, ln_weight, ln_bias, eps), p=0.1)
+
+
+def _embeddings_default_eps(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
     seq_len = input_ids.shape[1]
     summed = word[input_ids] + position[:seq_len] + token_type[token_type_ids]
     return F.layer_norm(summed, summed.shape[-1:], ln_weight, ln_bias)  # PyTorch's default eps, 1e-5
@@ -105,6 +136,8 @@ BERT_EMBEDDINGS = Exercise(
     "token_type[token_type_ids]).",
     start="look up the token vectors with `word_embeddings[input_ids]`.",
     make_cases=_embedding_cases,
+    axes={"": ("batch", "token rows", "feature columns")},
+    notebook="07",
     mistakes=(
         Mistake(
             "no position embeddings",
@@ -130,6 +163,22 @@ BERT_EMBEDDINGS = Exercise(
             "learned positions starting at 1",
             "the first token has position 0: use rows 0 ... seq - 1 of `position_embeddings`.",
             _embeddings_positions_from_1,
+        ),
+        Mistake(
+            "position rows looked up by token id",
+            "positions count places in the sentence, 0 ... seq - 1, whatever the tokens: "
+            "`position_embeddings[torch.arange(seq)]`, not `position_embeddings[input_ids]`.",
+            _embeddings_positions_by_ids,
+        ),
+        Mistake(
+            "LayerNorm applied to the word vectors only",
+            "add the three vectors first, then normalise the sum.",
+            _embeddings_layer_norm_on_words_only,
+        ),
+        Mistake(
+            "dropout left on",
+            "the function asked for here has no dropout (in a model, `model.eval()` turns it off).",
+            _embeddings_dropout_left_on,
         ),
         Mistake(
             "PyTorch's default LayerNorm eps",
@@ -188,6 +237,38 @@ def _count_ffn_square(config):
     return count_parameters(dataclasses.replace(config, intermediate_size=config.hidden_size))
 
 
+def _count_no_positions(config):
+    return _count_without(config, "position")
+
+
+def _count_no_output_projection(config):
+    return _count_without(config, "W_O")
+
+
+def _count_one_layer_norm_per_layer(config):
+    return _count_without(config, "attention LayerNorm")
+
+
+def _explain_count(case, value, expected) -> str | None:
+    """Which parts of the model the difference adds up to: 'That is exactly the position embeddings.'"""
+    if not is_int(value) or int(value) == expected:
+        return None
+    config = case.args[0]
+    missing = expected - int(value)
+    layers = config.num_hidden_layers
+    for part, count in parameter_breakdown(config).items():
+        per_layer = "(all layers)" in part
+        if missing == count:
+            return f"The missing {missing:,} are exactly the {part}."
+        if missing == -count:
+            return f"The extra {-missing:,} are exactly the {part}: counted twice?"
+        if per_layer and layers > 1 and missing == count // layers * (layers - 1):
+            return f"The missing {missing:,} are the {part.replace('(all layers)', '')}of {layers - 1} layers."
+    if missing % config.hidden_size == 0:
+        return f"The difference is {abs(missing) // config.hidden_size:,} × hidden_size."
+    return None
+
+
 COUNT_PARAMETERS = Exercise(
     name="count_parameters",
     reference=count_parameters,
@@ -196,7 +277,9 @@ COUNT_PARAMETERS = Exercise(
     "feed-forward block, each with biases, and two LayerNorms), and the pooler.",
     start="count one linear layer first: a d_in x d_out weight plus d_out biases.",
     make_cases=_count_cases,
-    extra_solution=(parameter_breakdown, linear_parameters),
+    explain=_explain_count,
+    notebook="07",
+    extra_solution=("_parameter_breakdown", "_linear_parameters"),
     mistakes=(
         Mistake(
             "forgetting the biases",
@@ -227,6 +310,21 @@ COUNT_PARAMETERS = Exercise(
             "counting the feed-forward block as hidden x hidden",
             "the block widens to `config.intermediate_size` and back: hidden x d_ff and d_ff x hidden, with biases.",
             _count_ffn_square,
+        ),
+        Mistake(
+            "forgetting the position embeddings",
+            "BERT learns a table of positions too: max_position_embeddings x hidden.",
+            _count_no_positions,
+        ),
+        Mistake(
+            "forgetting the output projection W_O",
+            "attention has four linear maps, Q, K, V and the output projection W_O, each hidden x hidden with bias.",
+            _count_no_output_projection,
+        ),
+        Mistake(
+            "one LayerNorm per layer instead of two",
+            "a Post-LN layer normalises twice: after the attention block and after the feed-forward block.",
+            _count_one_layer_norm_per_layer,
         ),
     ),
 )

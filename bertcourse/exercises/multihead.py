@@ -20,9 +20,14 @@ from .records import Case, Exercise, Mistake
 
 def _split_cases(g):
     return [
-        Case("batch of 2, 6 tokens, d_model 12, 3 heads", (_randn(g, 2, 6, 12), 3)),
-        Case("one sentence of 5 tokens, d_model 8, 2 heads", (_randn(g, 1, 5, 8), 2)),
-        Case("odd sizes: 7 tokens, d_model 10, 5 heads of 2", (_randn(g, 3, 7, 10), 5)),
+        Case("batch of 2, 6 tokens, d_model 12, 3 heads", (_randn(g, 2, 6, 12), 3), ("batched", "non-square")),
+        Case("one sentence of 5 tokens, d_model 8, 2 heads", (_randn(g, 1, 5, 8), 2), ("non-square",)),
+        Case("odd sizes: 7 tokens, d_model 10, 5 heads of 2", (_randn(g, 3, 7, 10), 5), ("batched", "non-square")),
+        Case(
+            "as many tokens as heads and as d_head: 3 tokens, 3 heads of 3",
+            (_randn(g, 2, 3, 9), 3),
+            ("batched", "square"),
+        ),
     ]
 
 
@@ -41,6 +46,16 @@ def _split_sequence_axis(x, num_heads):
     return x.reshape(batch, num_heads, seq // num_heads, d_model)
 
 
+def _split_reshape_then_transpose(x, num_heads):
+    batch, seq, d_model = x.shape
+    return x.reshape(batch, num_heads, seq, d_model // num_heads).transpose(2, 3)
+
+
+def _split_transpose_wrong_axes(x, num_heads):
+    batch, seq, d_model = x.shape
+    return x.view(batch, seq, num_heads, d_model // num_heads).transpose(1, 3)
+
+
 def _split_interleaved(x, num_heads):
     batch, seq, d_model = x.shape
     return x.view(batch, seq, d_model // num_heads, num_heads).permute(0, 3, 1, 2)
@@ -54,6 +69,8 @@ SPLIT_HEADS = Exercise(
     "h * d_head ... (h + 1) * d_head - 1 of every token.",
     start="`x.view(batch, seq, num_heads, d_model // num_heads)`, then move the heads axis before seq.",
     make_cases=_split_cases,
+    axes={"": ("batch", "heads", "token rows", "feature columns")},
+    notebook="05",
     mistakes=(
         Mistake(
             "a view without the transpose",
@@ -77,15 +94,20 @@ SPLIT_HEADS = Exercise(
             "heads before d_head.",
             _split_interleaved,
         ),
+        Mistake(
+            "the heads axis swapped with d_head (`.transpose(1, 3)`)",
+            "after the view, (batch, seq, heads, d_head), swap seq and heads: `.transpose(1, 2)`.",
+            _split_transpose_wrong_axes,
+        ),
     ),
 )
 
 
 def _merge_cases(g):
     return [
-        Case("batch of 2, 3 heads, 5 tokens, d_head 4", (_randn(g, 2, 3, 5, 4),)),
-        Case("one sentence, 2 heads, 3 tokens, d_head 2", (_randn(g, 1, 2, 3, 2),)),
-        Case("as many heads as tokens: 4 heads, 4 tokens, d_head 3", (_randn(g, 2, 4, 4, 3),)),
+        Case("batch of 2, 3 heads, 5 tokens, d_head 4", (_randn(g, 2, 3, 5, 4),), ("batched", "non-square")),
+        Case("one sentence, 2 heads, 3 tokens, d_head 2", (_randn(g, 1, 2, 3, 2),), ("non-square",)),
+        Case("as many heads as tokens: 4 heads, 4 tokens, d_head 3", (_randn(g, 2, 4, 4, 3),), ("batched", "square")),
     ]
 
 
@@ -96,6 +118,15 @@ def _merge_no_transpose(x):
 
 def _merge_heads_summed(x):
     return x.sum(dim=1)
+
+
+def _merge_view_after_transpose(x):
+    batch, heads, seq, d_head = x.shape
+    return x.transpose(1, 2).view(batch, seq, heads * d_head)  # raises: the transpose is not contiguous
+
+
+def _merge_first_head_only(x):
+    return x[:, 0]
 
 
 def _merge_interleaved(x):
@@ -110,6 +141,8 @@ MERGE_HEADS = Exercise(
     "each token's head outputs concatenated in head order: the inverse of `split_heads`.",
     start="undo `split_heads` in reverse order: `x.transpose(1, 2)` first, then `.reshape(...)`.",
     make_cases=_merge_cases,
+    axes={"": ("batch", "token rows", "feature columns")},
+    notebook="05",
     mistakes=(
         Mistake(
             "a reshape without transposing back",
@@ -127,20 +160,37 @@ MERGE_HEADS = Exercise(
             "d_head in front of heads.",
             _merge_interleaved,
         ),
+        Mistake(
+            "`view` after the transpose",
+            "a transposed tensor is not contiguous, so `.view` refuses it: use `.reshape(...)` "
+            "(or `.contiguous().view(...)`).",
+            _merge_view_after_transpose,
+        ),
+        Mistake(
+            "only the first head kept",
+            "every head contributes d_head features: lay all of them side by side, (batch, seq, heads * d_head).",
+            _merge_first_head_only,
+        ),
     ),
 )
 
 
 def _mha_cases(g):
     return [
-        Case("batch of 2, 5 tokens, d_model 8, 2 heads, no mask", (_randn(g, 2, 5, 8), *_mha_weights(g, 8), 2)),
+        Case(
+            "batch of 2, 5 tokens, d_model 8, 2 heads, no mask",
+            (_randn(g, 2, 5, 8), *_mha_weights(g, 8), 2),
+            ("no mask", "batched"),
+        ),
         Case(
             "batch of 2, 6 tokens, d_model 12, 3 heads, padding mask (lengths 6 and 4)",
             (_randn(g, 2, 6, 12), *_mha_weights(g, 12), 3, padding_mask(torch.tensor([6, 4]), 6)[:, None, None, :]),
+            ("masked", "batched"),
         ),
         Case(
             "one sentence of 4 tokens, d_model 6, 3 heads of 2, causal mask",
             (_randn(g, 1, 4, 6), *_mha_weights(g, 6), 3, causal_mask(4)),
+            ("masked",),
         ),
     ]
 
@@ -177,6 +227,25 @@ def _mha_merge_without_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     return context.reshape(x.shape) @ w_o
 
 
+def _mha_if_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    q, k, v = _mha_heads(x, w_q, w_k, w_v, num_heads)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask:  # raises for a mask of more than one entry
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return merge_heads(_softmax_attend(scores, v)[0]) @ w_o
+
+
+def _mha_mask_inverted(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    q, k, v = _mha_heads(x, w_q, w_k, w_v, num_heads)
+    return merge_heads(scaled_dot_product_attention(q, k, v, None if mask is None else ~mask)[0]) @ w_o
+
+
+def _mha_w_o_transposed(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    q, k, v = _mha_heads(x, w_q, w_k, w_v, num_heads)
+    context = scaled_dot_product_attention(q, k, v, mask)[0]  # (batch, heads, seq, d_head)
+    return merge_heads(context) @ w_o.T
+
+
 def _mha_mask_ignored(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     q, k, v = _mha_heads(x, w_q, w_k, w_v, num_heads)
     return merge_heads(scaled_dot_product_attention(q, k, v)[0]) @ w_o
@@ -191,6 +260,8 @@ MULTI_HEAD_ATTENTION = Exercise(
     "heads, attend in each head (scaled by √d_head), merge the heads, multiply by `w_o`.",
     start="`q = split_heads(x @ w_q, num_heads)`, and the same for k and v.",
     make_cases=_mha_cases,
+    axes={"": ("batch", "token rows", "feature columns")},
+    notebook="05",
     mistakes=(
         Mistake(
             "no output projection W_O",
@@ -218,6 +289,22 @@ MULTI_HEAD_ATTENTION = Exercise(
             "the mask ignored",
             "pass `mask` on to the attention of every head; it broadcasts over the heads axis.",
             _mha_mask_ignored,
+        ),
+        Mistake(
+            "`if mask:` instead of `if mask is not None:`",
+            "`if mask:` asks a whole tensor for one True/False and raises; test whether a mask was given with "
+            "`if mask is not None:`.",
+            _mha_if_mask,
+        ),
+        Mistake(
+            "the mask inverted",
+            "in this course True means *may attend*: block the keys where the mask is False (`~mask`).",
+            _mha_mask_inverted,
+        ),
+        Mistake(
+            "W_O transposed",
+            "the matrices here are used as `x @ w`, so the last step is `merged @ w_o`, without `.T`.",
+            _mha_w_o_transposed,
         ),
     ),
 )

@@ -61,10 +61,16 @@ class Listing:
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One test input: ``args`` are passed positionally, in the order of the reference's signature."""
+    """One test input: ``args`` are passed positionally, in the order of the reference's signature.
+
+    ``tags`` say what kind of case it is, so that a message can say which kind fails: "batched",
+    "unbatched", "masked", "no mask", "fully masked row", "float16", "bfloat16", "square",
+    "non-square", "defaults" (an optional argument left out).
+    """
 
     label: str
     args: tuple
+    tags: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +87,12 @@ class Exercise:
     """One exercise: the reference (a package function), its test cases and its catalogue of mistakes.
 
     ``outputs`` names the items when the function returns a tuple (e.g. ("output", "weights")).
-    ``extra_solution`` lists helpers whose source ``solution`` shows after the reference's.
+    ``solution`` shows the reference's core: the function ``core`` (by default ``_<name>``) of the
+    reference's module, then the helpers named in ``extra_solution``, from the same module.
+    ``axes`` names the last axes of each output (key: the output's name, or "" for a single output),
+    e.g. ``{"weights": ("query rows", "key columns")}``, for messages such as "only the query rows [3]".
+    ``explain``, if given, is called as ``explain(case, value, expected)`` on a wrong output that no
+    mistake explains, and returns a sentence about it or None. ``notebook`` is "01", "02", ...
     """
 
     name: str
@@ -93,10 +104,26 @@ class Exercise:
     outputs: tuple[str, ...] = ()
     atol: float = 1e-5
     rtol: float = 1e-5
-    extra_solution: tuple[Callable, ...] = ()
+    core: str = ""
+    extra_solution: tuple[str, ...] = ()
+    axes: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    explain: Callable | None = None
+    notebook: str = ""
+
+    def __hash__(self) -> int:
+        return hash(self.name)
 
     def cases(self) -> list[Case]:
         return self.make_cases(torch.Generator().manual_seed(_SEED))
 
-    def argument_names(self) -> list[str]:
-        return list(inspect.signature(self.reference).parameters)
+    def argument_names(self, cases: list[Case]) -> list[str]:
+        """The reference's positional parameters that the cases pass (some cases may leave the last ones out)."""
+        positional = [
+            p.name
+            for p in inspect.signature(self.reference).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        return positional[: max(len(case.args) for case in cases)]
+
+    def core_name(self) -> str:
+        return self.core or f"_{self.name}"

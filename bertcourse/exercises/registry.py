@@ -1,16 +1,23 @@
-"""Every exercise by name, in course order, and the three functions a notebook calls on them.
+"""Every exercise by name, in course order, and the functions a notebook calls on them.
 
-``check`` hands the learner's function to the engine, ``solution`` shows the reference source,
-``prompt`` what the learner's function receives and returns. An unknown name raises ``ValueError``.
+``check`` hands the learner's function to the engine and remembers the verdict; ``solution`` shows
+the reference's core; ``prompt`` says what the learner's function receives and returns;
+``progress`` lists every exercise checked in this kernel with its latest verdict. An unknown name
+raises ``ValueError``: that is the notebook author's error, not the learner's.
+
+Each later part of the course adds its catalogue module here: one import and its exercises in
+``EXERCISES``, in course order.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 
-from . import attention, bert, layernorm_ffn, masks, multihead, positional
-from .engine import _first_line, _kind, _run_check
-from .records import WRONG, CheckResult, Exercise, Listing
+from . import attention, bert, inside, layernorm_ffn, long_inputs, masks, multihead, positional
+from .diagnosis import first_line, kind
+from .engine import run_check
+from .records import CORRECT, NOT_ATTEMPTED, WRONG, CheckResult, Exercise, Listing
 
 EXERCISES: dict[str, Exercise] = {
     exercise.name: exercise
@@ -28,8 +35,17 @@ EXERCISES: dict[str, Exercise] = {
         layernorm_ffn.FEED_FORWARD,
         bert.BERT_EMBEDDINGS,
         bert.COUNT_PARAMETERS,
+        inside.ROLE_SCORE,
+        inside.ATTENTION_ROLLOUT,
+        inside.MEAN_POOLING,
+        long_inputs.WINDOW_SPANS,
+        long_inputs.MERGE_SOFTMAX_BLOCKS,
+        long_inputs.LOCAL_GLOBAL_MASK,
     )
 }
+
+# The latest verdict of every exercise checked in this kernel, in the order they were first met.
+RESULTS: dict[str, CheckResult] = {}
 
 
 def check(name: str, fn) -> CheckResult:
@@ -40,27 +56,48 @@ def check(name: str, fn) -> CheckResult:
     """
     exercise = _lookup(name)
     if not callable(fn):
-        return CheckResult(
+        result = CheckResult(
             name,
             WRONG,
             f'❌ Wrong: pass your function itself, without calling it: `check("{name}", my_function)`. '
-            f"Got {_kind(fn)} instead.",
+            f"Got {kind(fn)} instead.",
         )
-    try:
-        return _run_check(exercise, fn)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as error:  # the learner's objects can break anything; a checker never raises
-        return CheckResult(
-            name, WRONG, f"❌ Wrong: your output could not be checked ({type(error).__name__}: {_first_line(error)})."
-        )
+    else:
+        try:
+            result = run_check(exercise, fn)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:  # the learner's objects can break anything; a checker never raises
+            result = CheckResult(
+                name,
+                WRONG,
+                f"❌ Wrong: your output could not be checked ({type(error).__name__}: {first_line(error)}).",
+            )
+    RESULTS[name] = result
+    return result
 
 
 def solution(name: str) -> Listing:
-    """The reference source of exercise ``name`` (the package function), shown as a Python code block."""
+    """The core of exercise ``name``'s reference (and its helpers), shown as a Python code block.
+
+    The core is what the package's public function calls once it has checked its arguments, so the
+    listing holds the concept alone.
+    """
     exercise = _lookup(name)
-    sources = [inspect.getsource(f) for f in (exercise.reference, *exercise.extra_solution)]
-    source = "\n\n".join(s.rstrip("\n") for s in sources) + "\n"
+    public = exercise.reference
+    module = sys.modules[public.__module__]
+    parts = []
+    for helper in (exercise.core_name(), *exercise.extra_solution):
+        function = getattr(module, helper, None)
+        if function is None:
+            text = (
+                f"The solution of `{name}` is not available: `{module.__name__}` has no `{helper}` "
+                "in this version of the package."
+            )
+            return Listing(text, text)
+        parts.append(inspect.getsource(function).rstrip("\n"))
+    note = f"# The package's public {module.__name__}.{public.__name__} also checks its arguments, then calls:"
+    source = note + "\n" + "\n\n\n".join(parts) + "\n"
     return Listing(source, f"```python\n{source}```")
 
 
@@ -69,6 +106,30 @@ def prompt(name: str) -> Listing:
     exercise = _lookup(name)
     text = f"Exercise `{name}`: {exercise.prompt}"
     return Listing(text, text)
+
+
+_STATUS_WORDS = {CORRECT: "✅ correct", WRONG: "❌ wrong", NOT_ATTEMPTED: "⏳ not attempted"}
+
+
+def progress() -> Listing:
+    """Every exercise checked in this kernel, with its latest verdict (and the mistake, if one was named)."""
+    if not RESULTS:
+        text = "No exercise checked yet in this session: run a `check(...)` cell first."
+        return Listing(text, text)
+    correct = sum(result.passed for result in RESULTS.values())
+    rows = []
+    for name, result in RESULTS.items():
+        notebook = EXERCISES[name].notebook
+        where = f"{notebook} " if notebook else ""
+        mistake = f" ({result.mistake})" if result.mistake else ""
+        rows.append((f"{where}{name}", f"{_STATUS_WORDS[result.status]}{mistake}"))
+    width = max(len(left) for left, _ in rows)
+    head = (
+        f"{correct} of {len(RESULTS)} exercises checked in this session are correct ({len(EXERCISES)} in the course)."
+    )
+    text = "\n".join([head, *(f"{left.ljust(width)}  {right}" for left, right in rows)])
+    table = ["| exercise | status |", "|---|---|", *(f"| `{left}` | {right} |" for left, right in rows)]
+    return Listing(text, "\n".join([head, "", *table]))
 
 
 def _lookup(name) -> Exercise:

@@ -1,0 +1,668 @@
+"""Wording what is wrong when no catalogued mistake explains it.
+
+The catalogue names the mistakes we foresaw. For the others, a message can still point at the fix:
+
+- ``value_problem`` compares one output with the right one: its type, layout, device, shape and
+  dtype first, then how the values relate (a constant factor, a sign, an offset, a transpose,
+  slices in another order such as permuted heads, dropout left on, only a few rows wrong, close but
+  not within the tolerance);
+- ``error_problem`` words an exception: its type and first line, the learner's line, the shapes of
+  the learner's tensors at that line when shapes are the trouble, and a hint per common error
+  (``if mask:``, ``view`` after a transpose, a constant that overflows float16, ...);
+- ``cases_summary`` says which kind of case fails (batched? masked? float16? a default left out?)
+  when the failing cases share something the passing ones lack.
+
+Every message is deterministic (no ids, timings or paths): nbval compares notebook outputs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import os
+import re
+import traceback
+
+import torch
+
+import bertcourse
+
+from .records import Case
+from .sandbox import TimedOut, UnreadableOutput
+
+# Frames from these folders are ours (all of bertcourse/) or PyTorch's, never the learner's code.
+_LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(path)) + os.sep for path in (bertcourse.__file__, torch.__file__))
+
+# --- exceptions -------------------------------------------------------------------------------
+
+# The kinds of failure two calls can share, each recognised by words of its message, most specific first.
+_ERROR_KINDS = (
+    ("ambiguous truth value", ("is ambiguous",)),
+    ("view of a non-contiguous tensor", ("view size is not compatible",)),
+    ("overflow", ("without overflow",)),
+    ("boolean mask needed", ("only supports boolean masks", "expected mask dtype to be bool")),
+    ("dtype", ("same dtype", "expected scalar type", "Expected object of scalar type", "not implemented for")),
+    ("device", ("same device", "Expected all tensors to be on")),
+    ("index", ("out of bounds", "index out of range", "too many indices", "only integer tensors")),
+    (
+        "shape",
+        (
+            "shapes cannot be multiplied",
+            "must match the size",
+            "must match the existing size",
+            "Expected size",
+            "invalid for input of size",
+            "Dimension out of range",
+            "expects a tensor with <= 2 dimensions",
+            "must be a matrix",
+            "number of dimensions",
+            "Sizes of tensors must match",
+            "size mismatch",
+            "does not match the shape",
+            "broadcast",
+            "must have shape",
+            "dimensions, got",
+            "must have the same",
+            "inconsistent tensor size",
+            "stack expects each tensor",
+            "number of dims",
+        ),
+    ),
+    ("signature", ("positional argument", "keyword argument")),
+)
+
+
+def error_kind(error: BaseException) -> str | None:
+    """The kind of failure (e.g. "shape", "ambiguous truth value"), or None when the message is not one we know."""
+    text = first_line(error)
+    for kind, words in _ERROR_KINDS:
+        if any(word in text for word in words):
+            return kind
+    return None
+
+
+def same_failure(mine: BaseException | None, theirs: BaseException | None) -> bool:
+    """Both calls failed the same way: the same kind of error, or the same type and message (numbers aside).
+
+    A missing part (``NotImplementedError``) and a time-out never pass for anything else.
+    """
+    if mine is None or theirs is None or isinstance(mine, (NotImplementedError, TimedOut)):
+        return False
+    kind = error_kind(mine)
+    if kind is not None:
+        return kind == error_kind(theirs)
+    digits = re.compile(r"\d+")
+    return type(mine) is type(theirs) and digits.sub("#", first_line(mine)) == digits.sub("#", first_line(theirs))
+
+
+_ERROR_HINTS = (
+    (
+        "is ambiguous",
+        "a tensor was asked for one True/False (`if mask:`, `and`, `or`, `not`): test an optional argument "
+        "with `if mask is not None:`, and combine boolean tensors with `&`, `|` and `~`.",
+    ),
+    (
+        "view size is not compatible",
+        "`.view` needs a contiguous tensor; after a transpose use `.reshape(...)` instead.",
+    ),
+    (
+        "without overflow",
+        "a constant does not fit the dtype: float16 ends at ±65504, so `-1e9` overflows. "
+        "`torch.finfo(scores.dtype).min` fits every dtype.",
+    ),
+    (
+        "only supports boolean masks",
+        "`masked_fill` needs a boolean mask; a 0/1 mask becomes one with `mask == 1`.",
+    ),
+    (
+        "same dtype",
+        "two tensors of different dtypes meet: a tensor you created has the default float32 (or float64 from "
+        "NumPy). Create it like the inputs, e.g. `torch.zeros(..., dtype=x.dtype)`.",
+    ),
+    (
+        "expected scalar type",
+        "two tensors of different dtypes meet: create new tensors with the inputs' dtype (`dtype=x.dtype`).",
+    ),
+    (
+        "same device",
+        "create new tensors on the inputs' device: `torch.zeros(..., device=x.device)`.",
+    ),
+    (
+        "shapes cannot be multiplied",
+        "for `a @ b` the last size of `a` must equal the first (row) size of `b`: which one comes first, "
+        "and does one need a transpose?",
+    ),
+    (
+        "Expected size for first two dimensions",
+        "in a batched `@` the batch axes of both sides must agree and the inner sizes must match.",
+    ),
+    (
+        "expects a tensor with <= 2 dimensions",
+        "`.t()` works on 2-D matrices only; `x.transpose(-2, -1)` works whatever the batch axes in front.",
+    ),
+    (
+        "Dimension out of range",
+        "an axis the tensor does not have: count axes from the end (`dim=-1`, `transpose(-2, -1)`), so the "
+        "same code works with and without batch axes.",
+    ),
+    (
+        "invalid for input of size",
+        "the new shape must hold exactly as many entries as the tensor: compute its sizes from `x.shape`.",
+    ),
+    (
+        "must match the size",
+        "two tensors do not broadcast together: compare their shapes axis by axis, from the right.",
+    ),
+    (
+        "index out of range in self",
+        "an id is past the end of the table it looks up: which table do you index, with which ids?",
+    ),
+    (
+        "out of bounds",
+        "an index is past the end of an axis: print the shapes and the indices you use.",
+    ),
+    (
+        "positional argument",
+        "your function must take the arguments the exercise describes, in that order; an optional one "
+        "(like `mask=None`) needs a default value.",
+    ),
+    (
+        "keyword argument",
+        "your function must take the arguments the exercise describes, with the names and defaults shown "
+        "in the skeleton.",
+    ),
+    (
+        "is not defined",
+        "import or define every name your function uses, in a cell you have run (e.g. `import math`).",
+    ),
+    (
+        "has no attribute",
+        "a value is not of the type you expect: print its `type(...)`.",
+    ),
+    (
+        "maximum recursion depth",
+        "your function calls itself without end: does it share its name with the function it means to call?",
+    ),
+)
+
+
+def error_problem(error: BaseException) -> str:
+    """One case's exception in plain words, with the learner's line, their tensors' shapes and a hint."""
+    if isinstance(error, NotImplementedError):
+        return "Your function still raises NotImplementedError for this case."
+    if isinstance(error, TimedOut):
+        return "Your function was still running after the time limit and was stopped: a loop that never ends?"
+    if isinstance(error, UnreadableOutput):
+        return f"What your function returned could not be read as a plain tensor ({first_line(error)})."
+    line = first_line(error)
+    frame = _learner_frame(error)
+    text = f"Your function raised {type(error).__name__}: {line}"
+    if frame is not None and frame[1]:
+        text += f" (line {frame[0]}: `{frame[1]}`)"
+    if frame is not None and error_kind(error) in ("shape", "view of a non-contiguous tensor", "dtype"):
+        tensors = _tensor_locals(frame[2])
+        if tensors:
+            text += f"\nYour tensors at that line: {tensors}."
+    hint = next((hint for pattern, hint in _ERROR_HINTS if pattern in line), None)
+    return text + (f"\nHint: {hint}" if hint else "")
+
+
+def _learner_frame(error: BaseException):
+    """(line number, source line, locals) of the last frame of the learner's code in the traceback, or None."""
+    tb, found = error.__traceback__, None
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_LIBRARY_DIRS):
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return None
+    summary = traceback.extract_tb(found, limit=1)[0]
+    return summary.lineno, (summary.line or "").strip(), dict(found.tb_frame.f_locals)
+
+
+def _tensor_locals(variables: dict) -> str:
+    """'scores (2, 3, 4, 6), mask (2, 6) bool' for the tensors among ``variables`` (at most 6)."""
+    shown = [
+        f"{name} {describe_input(value)}"
+        for name, value in variables.items()
+        if isinstance(value, torch.Tensor) and not name.startswith("_")
+    ]
+    return ", ".join(shown[:6])
+
+
+def first_line(error: BaseException) -> str:
+    try:
+        lines = str(error).strip().splitlines()
+    except Exception:
+        return "(no message)"
+    text = lines[0] if lines else "(no message)"
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+# --- values -----------------------------------------------------------------------------------
+
+
+def tolerance(exercise, dtype: torch.dtype) -> tuple[float, float]:
+    """(atol, rtol) for outputs of ``dtype``: the exercise's own, widened to the rounding of float16 and bfloat16."""
+    widest = {torch.float16: 2e-3, torch.bfloat16: 2e-2}.get(dtype, 0.0)
+    return max(exercise.atol, widest), max(exercise.rtol, widest)
+
+
+def same_value(exercise, value, other) -> bool:
+    """Equal values (within the tolerance of ``other``'s dtype; NaN equals NaN), whatever the dtypes."""
+    if isinstance(other, torch.Tensor):
+        if not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(other.shape):
+            return False
+        if value.dtype.is_complex or value.layout != torch.strided or value.device.type == "meta":
+            return False
+        atol, rtol = tolerance(exercise, other.dtype)
+        a, b = value.detach().cpu().double(), other.detach().cpu().double()
+        return bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
+    return is_int(value) and int(value) == other
+
+
+def value_problem(exercise, case: Case, subject: str, value, expected: torch.Tensor, axes=()) -> str | None:
+    """What is wrong with one output tensor, in plain words; None when it is right.
+
+    ``axes`` names the output's last axes (e.g. ("queries", "keys")) for the messages.
+    """
+    if not isinstance(value, torch.Tensor):
+        return type_problem(subject, value, "a torch.Tensor")
+    if value.layout != torch.strided:
+        return f"{subject} is a {value.layout} tensor; expected an ordinary (dense) one: `.to_dense()`."
+    if value.device != expected.device:
+        return (
+            f"{subject} is on the device `{value.device}`, but the inputs are on `{expected.device}`: create new "
+            "tensors on the inputs' device (`device=x.device`), never on a fixed one."
+        )
+    if tuple(value.shape) != tuple(expected.shape):
+        return _shape_problem(subject, tuple(value.shape), tuple(expected.shape))
+    if value.dtype != expected.dtype:
+        return _dtype_problem(exercise, case, subject, value, expected)
+    if value.dtype.is_complex:
+        return f"{subject} holds complex numbers; expected {expected.dtype}."
+    if value.dtype.is_floating_point:
+        for bad, test in (("NaN", torch.isnan), ("inf", torch.isinf)):
+            where = test(value) & ~test(expected)
+            count = int(where.sum())
+            if count:
+                place = _where(where, axes)
+                return (
+                    f"{subject} contains {bad} in {_entries(count, value.numel())}{place}; the right answer has "
+                    f"none there. {_NON_FINITE_HINT[bad]}"
+                )
+    if same_value(exercise, value, expected):
+        return None
+    if value.dtype == torch.bool:
+        return _mask_problem(subject, value, expected, axes)
+    return _numbers_problem(exercise, case, subject, value, expected, axes)
+
+
+_NON_FINITE_HINT = {
+    "NaN": "NaN comes from 0/0, from the square root of a negative number, or from a softmax over a row "
+    "whose scores are all -inf.",
+    "inf": "inf comes from a division by 0, or from a number too large for the dtype (float16 ends at 65504).",
+}
+
+
+def _shape_problem(subject: str, got: tuple, want: tuple) -> str:
+    text = f"{subject} has shape {got}; expected {want}."
+    if len(got) == len(want) >= 2 and got[:-2] == want[:-2] and got[-2:] == want[-2:][::-1]:
+        return text + " The last two axes are swapped: a transpose too many, or too few?"
+    if len(got) < len(want) and want[len(want) - len(got) :] == got:
+        return text + f" The leading axes {want[: len(want) - len(got)]} are missing: a `[0]` or a `squeeze()`?"
+    if len(got) < len(want) and want[: len(got)] == got:
+        return text + " The last axes are missing: did a sum or a mean run over an axis it should keep?"
+    if len(got) == len(want) + 1:
+        i = next((i for i in range(len(got)) if got[i] == 1 and got[:i] + got[i + 1 :] == want), None)
+        if i is not None:
+            return text + f" An extra axis of size 1 at position {i}: a `keepdim=True` or a `[None]` too many?"
+    if math.prod(got) == math.prod(want):
+        return text + " The same number of entries in another shape: check each `view`, `reshape` and `permute`."
+    return text
+
+
+def _dtype_problem(exercise, case: Case, subject: str, value: torch.Tensor, expected: torch.Tensor) -> str:
+    same_values = _castable(value) and same_value(exercise, value, expected)
+    start = f"{subject} has the right values but dtype" if same_values else f"{subject} has dtype"
+    if expected.dtype == torch.bool:
+        return (
+            f"{start} {value.dtype}; a mask must be boolean (torch.bool, True = may attend). "
+            "Comparisons such as `<` give booleans directly."
+        )
+    text = f"{start} {value.dtype}; expected {expected.dtype}"
+    inputs = {a.dtype for a in case.args if isinstance(a, torch.Tensor) and a.dtype.is_floating_point}
+    if inputs == {expected.dtype}:
+        return (
+            f"{text}, the dtype of the inputs. Keep it: create new tensors with `dtype=x.dtype` "
+            "(a new tensor is float32 by default, and float64 when it comes from NumPy)."
+        )
+    return text + "."
+
+
+def _castable(value: torch.Tensor) -> bool:
+    return not value.dtype.is_complex
+
+
+def _mask_problem(subject: str, value: torch.Tensor, expected: torch.Tensor, axes) -> str:
+    differ = value != expected
+    first = tuple(differ.nonzero()[0].tolist())
+    text = (
+        f"{subject} differs in {_entries(int(differ.sum()), value.numel())}; the first is at index "
+        f"{_index(first)}: expected {bool(expected[first])}, got {bool(value[first])}."
+    )
+    if bool(differ.all()):
+        return text + " It is exactly the right mask inverted: in this course True means *may attend*."
+    relation = _rearranged(value, expected, axes) or _localised(differ, axes)
+    return text + (f" {relation}" if relation else "")
+
+
+def _numbers_problem(exercise, case: Case, subject: str, value: torch.Tensor, expected: torch.Tensor, axes) -> str:
+    v, e = value.double(), expected.double()
+    difference = torch.nan_to_num((v - e).abs(), nan=math.inf)
+    where = _index(torch.unravel_index(difference.argmax(), difference.shape))
+    text = (
+        f"{subject} has the right shape but wrong values: the largest absolute difference is "
+        f"{float(difference.max()):.3g}, at index {where}."
+    )
+    if not bool(torch.isfinite(e).all() and torch.isfinite(v).all()):
+        return text
+    atol, rtol = tolerance(exercise, expected.dtype)
+    relation = (
+        _scaled(v, e, case)
+        or _dropout(v, e)
+        or _offset(v, e)
+        or _rearranged(v, e, axes, atol=atol, rtol=rtol)
+        or _localised(difference > atol + rtol * e.abs(), axes)
+        or _close(difference, e, atol)
+    )
+    return text + (f" {relation}" if relation else "")
+
+
+def _near(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
+    scale = float(b.abs().max()) if b.numel() else 0.0
+    return bool(torch.allclose(a, b, atol=atol + rtol * scale, rtol=rtol))
+
+
+def _scaled(v: torch.Tensor, e: torch.Tensor, case: Case) -> str | None:
+    if bool((v == 0).all()) and bool((e != 0).any()):
+        return "Your output is all zeros."
+    energy = float((e * e).sum())
+    if energy == 0:
+        return None
+    factor = float((v * e).sum()) / energy
+    if abs(factor - 1) < 1e-3 or not _near(v, factor * e):
+        return None
+    if abs(factor + 1) < 1e-3:
+        return "It is exactly minus the right answer: a sign is flipped somewhere."
+    return f"It is the right answer times {factor:.4g}{_constant_name(factor, case)}: a scale factor is off."
+
+
+def _constant_name(factor: float, case: Case) -> str:
+    """' (= 1/√8)' when ``factor`` is a simple expression of a size in the case's inputs, else ''."""
+    sizes = sorted(
+        {n for a in case.args if isinstance(a, torch.Tensor) for n in a.shape if n > 1}
+        | {a for a in case.args if is_int(a) and a > 1}
+        | {2, 8}
+    )
+    for n in sizes:
+        for value, name in ((n, f"{n}"), (1 / n, f"1/{n}"), (math.sqrt(n), f"√{n}"), (1 / math.sqrt(n), f"1/√{n}")):
+            if abs(factor - value) <= 1e-3 * abs(value):
+                return "" if name == f"{factor:.4g}" else f" (= {name})"
+    return ""
+
+
+def _dropout(v: torch.Tensor, e: torch.Tensor) -> str | None:
+    zeroed = (v == 0) & (e != 0)
+    if not 0 < float(zeroed.double().mean()) < 0.6:
+        return None
+    kept = ~zeroed
+    energy = float((e[kept] * e[kept]).sum())
+    factor = float((v[kept] * e[kept]).sum()) / energy if energy > 0 else 0.0
+    if factor <= 1 or not _near(v[kept], factor * e[kept]):
+        return None
+    return (
+        f"{_entries(int(zeroed.sum()), v.numel())} are 0 and the others are the right ones times {factor:.4g} "
+        f"= 1/(1 - {1 - 1 / factor:.2g}): dropout left on? A check, like `model.eval()`, expects none."
+    )
+
+
+def _offset(v: torch.Tensor, e: torch.Tensor) -> str | None:
+    shift = v - e
+    constant = float(shift.flatten()[0])
+    if abs(constant) < 1e-6 or not _near(shift, torch.full_like(shift, constant)):
+        return None
+    return f"It is the right answer plus {constant:.4g} everywhere: an offset or a bias is off."
+
+
+def _rearranged(v: torch.Tensor, e: torch.Tensor, axes, atol: float = 0.0, rtol: float = 0.0) -> str | None:
+    """A transpose of the last two axes, or one axis whose slices come in another order."""
+
+    def equal(a, b):
+        return bool(torch.equal(a, b)) if a.dtype == torch.bool else bool(torch.allclose(a, b, atol=atol, rtol=rtol))
+
+    if v.dim() >= 2 and v.shape[-1] == v.shape[-2] > 1 and equal(v, e.transpose(-2, -1)):
+        return f"It is the right answer transposed ({_axis_name(v.dim() - 2, v.dim(), axes)} and columns swapped)."
+    for axis in range(v.dim()):
+        size = v.shape[axis]
+        if size < 2:
+            continue
+        order = []
+        for i in range(size):
+            mine = v.select(axis, i)
+            match = next((j for j in range(size) if j not in order and equal(mine, e.select(axis, j))), None)
+            if match is None:
+                break
+            order.append(match)
+        if len(order) == size and order != list(range(size)):
+            return _permutation_text(order, _axis_name(axis, v.dim(), axes))
+    return None
+
+
+def _permutation_text(order: list[int], axis: str) -> str:
+    size = len(order)
+    block = next(
+        (b for b in range(size // 2, 1, -1) if size % b == 0 and _moves_in_blocks(order, b)),
+        None,
+    )
+    moves = [f"{i}→{j}" for i, j in enumerate(order) if i != j]
+    shown = ", ".join(moves[:6]) + (", ..." if len(moves) > 6 else "")
+    text = f"The {axis} are the right ones in another order (your index → the right index: {shown})"
+    if block is not None:
+        return text + f": blocks of {block} moved whole. Are the heads (or halves) in the right order?"
+    halves = list(range(0, size, 2)) + list(range(1, size, 2))
+    if order in (halves, sorted(range(size), key=halves.__getitem__)):
+        return text + ": interleaved (0, 2, 4, ... then 1, 3, 5, ...) versus side by side."
+    return text + "."
+
+
+def _moves_in_blocks(order: list[int], block: int) -> bool:
+    return all(
+        order[start + i] == order[start] + i and order[start] % block == 0
+        for start in range(0, len(order), block)
+        for i in range(block)
+    )
+
+
+def _localised(bad: torch.Tensor, axes) -> str | None:
+    """'Only the query rows [3] are wrong; every other entry is right.', or None."""
+    slices = _wrong_slices(bad, axes)
+    return None if slices is None else f"Only the {slices} are wrong; every other entry is right."
+
+
+def _wrong_slices(bad: torch.Tensor, axes) -> str | None:
+    """'query rows [3]' when the entries flagged in ``bad`` sit in at most half the slices of one axis, else None."""
+    best = None
+    for axis in range(bad.dim()):
+        size = bad.shape[axis]
+        if size < 2:
+            continue
+        wrong = [i for i in range(size) if bool(bad.select(axis, i).any())]
+        if len(wrong) < size and (best is None or len(wrong) / size < best[0]):
+            best = (len(wrong) / size, axis, wrong)
+    if best is None or best[0] > 0.5:
+        return None
+    _, axis, wrong = best
+    return f"{_axis_name(axis, bad.dim(), axes)} {_index(wrong)}"
+
+
+def _close(difference: torch.Tensor, e: torch.Tensor, atol: float) -> str | None:
+    scale = 1.0 + float(e.abs().max())
+    if float(difference.max()) > 1e-2 * scale:
+        return None
+    return (
+        f"That is close, but outside the tolerance ({atol:g}): an approximation (such as GELU's tanh form) or a "
+        "lower precision somewhere?"
+    )
+
+
+def _axis_name(axis: int, ndim: int, axes) -> str:
+    """The name of ``axis`` of an ``ndim``-axis output, from ``axes`` (names of the last axes), e.g. 'query rows'."""
+    from_end = ndim - axis
+    if from_end <= len(axes):
+        return axes[len(axes) - from_end]
+    return f"entries along axis {axis}"
+
+
+def _where(bad: torch.Tensor, axes) -> str:
+    slices = _wrong_slices(bad, axes)
+    return "" if slices is None else f" (all in the {slices})"
+
+
+# --- other values -----------------------------------------------------------------------------
+
+
+def count_problem(value, expected: int) -> str | None:
+    if isinstance(value, torch.Tensor):
+        return "Your count is a tensor; return a Python int (`.item()` converts a one-element tensor)."
+    if not is_int(value):
+        return type_problem("Your count", value, "an int")
+    if int(value) == expected:
+        return None
+    return f"Your count is {int(value):,}; expected {expected:,} (off by {int(value) - expected:+,})."
+
+
+def type_problem(subject: str, value, wanted: str) -> str:
+    if value is None:
+        return f"{subject} is None: did you forget to `return` it?"
+    if type(value).__module__ == "numpy":
+        return f"{subject} is a NumPy {type(value).__name__}; expected {wanted}. Stay with torch operations."
+    if inspect.isgenerator(value):
+        return f"{subject} is a generator; expected {wanted}. Did you write `yield` instead of `return`?"
+    return f"{subject} is {kind(value)}; expected {wanted}."
+
+
+# --- which cases fail -------------------------------------------------------------------------
+
+# What a kind of case tests, in the order a summary prefers them (the most specific first).
+_TAG_HINTS = (
+    (
+        "defaults",
+        "an argument is left out",
+        "an argument the caller leaves out takes its default: handle it (e.g. `max_len=None` means the longest).",
+    ),
+    (
+        "no mask",
+        "no mask is given",
+        "without a mask (`mask=None`) there is nothing to fill: skip the masking step.",
+    ),
+    (
+        "fully masked row",
+        "a query row has every key masked",
+        "follow the exercise's rule for a query that may attend to no key at all.",
+    ),
+    (
+        "float16",
+        "the inputs are float16",
+        "work in the inputs' dtype: no hard-coded float32 and no constant that overflows float16, such as "
+        "-1e9 (`torch.finfo(dtype).min` fits every dtype).",
+    ),
+    (
+        "bfloat16",
+        "the inputs are bfloat16",
+        "work in the inputs' dtype: no hard-coded float32; `torch.finfo(dtype)` knows each dtype's range.",
+    ),
+    (
+        "masked",
+        "a mask is given",
+        "without a mask your answer is right: look at how you apply `mask` (True = may attend).",
+    ),
+    (
+        "batched",
+        "there are batch (or head) axes in front",
+        "count axes from the end (`dim=-1`, `transpose(-2, -1)`), so that leading batch and head axes pass through.",
+    ),
+    (
+        "unbatched",
+        "there is no batch axis",
+        "your code assumes a batch axis in front: count axes from the end (`dim=-1`, `transpose(-2, -1)`), "
+        "so that the same code works for one sentence.",
+    ),
+    (
+        "non-square",
+        "the sizes differ",
+        "an axis swapped or a transpose missing shows only when the sizes differ: check which axis is which.",
+    ),
+)
+
+
+def cases_summary(cases: list[Case], wrong: list[bool]) -> str | None:
+    """'Wrong on cases 2, 4 of 5: exactly those where a mask is given. Hint: ...', or None if nothing is shared."""
+    failing = [i for i, w in enumerate(wrong) if w]
+    passing = [i for i, w in enumerate(wrong) if not w]
+    if not passing or not failing:
+        return None
+    numbers = ", ".join(str(i + 1) for i in failing)
+    head = f"Wrong on case{'s' if len(failing) > 1 else ''} {numbers} of {len(cases)}, right on the others"
+    for tag, description, hint in _TAG_HINTS:
+        if all(tag in cases[i].tags for i in failing) and not any(tag in cases[i].tags for i in passing):
+            return f"{head}: exactly those where {description}. Hint: {hint}"
+    return f"{head}."
+
+
+# --- small words ------------------------------------------------------------------------------
+
+
+def describe_arguments(args: tuple, names: list[str]) -> str:
+    given = [f"{name} {describe_input(value)}" for name, value in zip(names, args, strict=False)]
+    left_out = names[len(args) :]
+    if left_out:
+        given.append(
+            f"{', '.join(left_out)} left out (so {'it takes its' if len(left_out) == 1 else 'they take their'} default)"
+        )
+    return ", ".join(given)
+
+
+def describe_input(value) -> str:
+    if isinstance(value, torch.Tensor):
+        dtype = {torch.bool: " bool", torch.float16: " float16", torch.bfloat16: " bfloat16", torch.float64: " float64"}
+        return f"{tuple(value.shape)}" + dtype.get(value.dtype, "")
+    if isinstance(value, (int, float)):
+        return f"= {value!r}"
+    return f"= a {type(value).__name__}"
+
+
+def kind(value) -> str:
+    """'None', 'a list', 'a str' ...: the type of a learner's value, never its (possibly huge) repr."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def items(count: int) -> str:
+    return f"{count} item" if count == 1 else f"{count} items"
+
+
+def _entries(count: int, total: int) -> str:
+    return f"{count} of {total} entries"
+
+
+def _index(index) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
