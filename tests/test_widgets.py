@@ -304,6 +304,8 @@ def test_positional_explorer_has_bert_s_512_positions_so_slow_waves_move():
     assert float(column[511] - column[0]) > 0.08  # sin(p / 5623) rises over 512 positions ...
     low, high = every.get_ylim()
     assert high - low < 0.2  # ... and the y axis is fitted to it, so the rise fills the panel
+    assert every.get_ylabel() == "value (scale fitted)"
+    assert drawn["title"].startswith("position 400, dimension 60 (sin, wavelength 35,332.9): value ")
     assert low <= float(column.min()) and high >= float(column.max())
     every.figure.canvas.draw()
     assert every.yaxis.get_offset_text().get_text() == ""  # tick labels in plain numbers
@@ -512,6 +514,7 @@ def test_attention_explorer_says_why_a_control_is_greyed_out(attention_explorer)
     assert note is explorer.note
     row = next(child for child in explorer.widget.children if explorer.head in getattr(child, "children", ()))
     assert list(row.children[-2:]) == [explorer.average_heads, note]  # beside the controls it explains
+    assert row.layout.flex_flow == "row wrap"  # and below them on a narrow screen, not off its edge
     assert note.value == ""
     explorer.average_heads.value = True
     assert explorer.head.disabled and not explorer.average_heads.disabled

@@ -211,7 +211,7 @@ class PositionalEncodingExplorer(_Explorer):
         start = min(max(position - self.WINDOW // 2, 0), max(max_len - self.WINDOW, 0))
         window = range(start, min(start + self.WINDOW, max_len))
         wave = "sin" if dimension % 2 == 0 else "cos"
-        title = f"position {position}, dimension {dimension} ({wave}, wavelength {wavelength:.1f}): value {value:.3f}"
+        title = f"position {position}, dimension {dimension} ({wave}, wavelength {wavelength:,.1f}): value {value:.3f}"
         figure = plt.figure(figsize=(12, 5.2), layout="constrained")
         grid = figure.add_gridspec(2, 3, width_ratios=(1.1, 1, 1))
         ax_table = figure.add_subplot(grid[:, 0])
@@ -231,6 +231,7 @@ class PositionalEncodingExplorer(_Explorer):
         ax_all.ticklabel_format(axis="y", useOffset=False)  # 0.998, 0.999, ... rather than an offset of 9.98e-1
         ax_all.set_title(f"over all {max_len} positions: {turns:.3g} turns")
         ax_all.set_xlabel("position")
+        ax_all.set_ylabel("value (scale fitted)")
         ax_vector = figure.add_subplot(grid[1, 1:])
         ax_vector.plot(range(d_model), row.numpy(), ".-", color="tab:green")
         ax_vector.plot([dimension], [value], "o", color="black")
@@ -390,7 +391,8 @@ class AttentionExplorer(_Explorer):
             "view": self.view,
             "average_heads": self.average_heads,
         }
-        rows = [self.text, widgets.HBox([self.layer, self.head, self.average_heads, self.note]), self.view]
+        wrap = widgets.Layout(flex_flow="row wrap", align_items="center")  # the note moves below on a narrow screen
+        rows = [self.text, widgets.HBox([self.layer, self.head, self.average_heads, self.note], layout=wrap), self.view]
         self._assemble(controls, rows)
 
     def attentions_for(self, text: str) -> tuple[list[str], list[torch.Tensor]]:
