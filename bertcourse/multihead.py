@@ -13,7 +13,7 @@ attention on its own slice, so each can learn a different pattern. The steps:
    other, and the block is not BERT's.
 
 The linear layers are named ``query``, ``key``, ``value``, ``output`` so that loading
-Hugging Face weights is a readable rename (see ``bertcourse.pretrained``).
+Hugging Face weights is a readable rename (see ``bertcourse.weights``).
 """
 
 from __future__ import annotations
