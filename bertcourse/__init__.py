@@ -40,7 +40,9 @@ textbook; ``solution(name)`` shows that core. A model checks its inputs once, at
 (``BertModel.forward``, a head's labels); the modules inside trust their caller. Checks that read
 a tensor's values run only on CPU tensors and never while ``torch.compile`` traces
 (``_validation.can_check_values``): on a GPU each would wait for the device, and under
-``torch.compile`` each would break the graph.
+``torch.compile`` each would break the graph. Every check is written once, in
+``bertcourse._validation``. Where a fused kernel exists the model takes it (attention's SDPA,
+LayerNorm's ``F.layer_norm``), and a test shows it equal to the teaching path.
 """
 
 from .attention import attention_scores, qkv_projection, scaled_dot_product_attention
