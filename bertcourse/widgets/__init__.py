@@ -7,6 +7,8 @@
     AttentionExplorer(model, tokenizer)      the attention maps of a real BERT, layer by layer, head by head (07)
     ModelViewExplorer(model, tokenizer)      every head of every layer at once, one enlarged (08)
     NeuronViewExplorer(model, tokenizer)     the query and key vectors behind one attention weight (08)
+    FillMaskExplorer(model, tokenizer)       a tiny pretrained BERT's top-5 guesses for each [MASK] you type (09)
+    MLMMaskingExplorer(tokenizer)            what the model sees of a sentence under the 80/10/10 rule, per seed (09)
     WindowExplorer(tokenizer)                sliding windows over a text: what each covers, where tokens are read (11)
 
 Every number an explorer draws comes from a pure, seeded function of ``bertcourse.experiments``
@@ -41,9 +43,12 @@ from .explorers import (
 )
 from .inside import ModelViewExplorer, NeuronViewExplorer  # notebook 08
 from .long_inputs import WindowExplorer  # notebook 11
+from .pretraining import FillMaskExplorer, MLMMaskingExplorer  # notebook 09
 
 __all__ = [
     "AttentionExplorer",
+    "FillMaskExplorer",
+    "MLMMaskingExplorer",
     "MaskingExplorer",
     "ModelViewExplorer",
     "NeuronViewExplorer",

@@ -1,0 +1,155 @@
+"""The explorers of notebook 09: what a masked language model guesses, and what it is shown.
+
+    FillMaskExplorer(model, tokenizer)   type a sentence with [MASK]: the model's top 5 guesses for
+                                         each [MASK], with their probabilities
+    MLMMaskingExplorer(tokenizer)        a sentence under BERT's 80/10/10 rule: which tokens are
+                                         selected, what the model sees in their place, what it must
+                                         predict; a seed slider draws another masking
+
+The numbers come from ``bertcourse.pretraining.fill_mask`` and ``masking_view`` (plain functions,
+importable without ipywidgets), so tests check them from Python. Bad input -- no [MASK], an empty
+sentence, one longer than the model reads -- is answered with a message in the widget
+(``status``, and in the picture) and in ``drawn["message"]``, never a traceback.
+"""
+
+from __future__ import annotations
+
+import html
+import textwrap
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ..pretraining import fill_mask, masking_view
+from ._base import WIDE, _Explorer, _require_in_range
+
+FILL_MASK_TEXT = "The film is a [MASK] about a young [MASK] ."
+MASKING_TEXT = "A detective returns to his home town and finds the old house empty."
+KIND_COLOURS = {"not selected": "#f0f0f0", "[MASK]": "#fdae61", "random": "#d7191c", "kept": "#1a9641"}
+MAX_MASKS = 4
+
+
+class _Messages:
+    def _status_widget(self) -> widgets.HTML:
+        self.status = widgets.HTML(value="")
+        return self.status
+
+    def _message(self, message: str, **values) -> dict:
+        self.status.value = f'<span style="color:#b00020">{html.escape(message)}</span>'
+        figure, ax = plt.subplots(figsize=(8.0, 1.0))
+        ax.axis("off")
+        ax.text(0.0, 0.5, textwrap.fill(message, 100), va="center", ha="left", fontsize=10, color="#b00020")
+        return {**values, "matrix": None, "title": message, "figure": figure, "message": message}
+
+
+class FillMaskExplorer(_Messages, _Explorer):
+    """The top-5 predictions of a ``BertForPreTraining`` for every [MASK] of a sentence you type.
+
+    Controls: ``text`` (press Enter). ``drawn``: matrix (masks, 5) probabilities, predictions (per
+    [MASK], a list of (token, probability)), title, figure, message.
+    """
+
+    def __init__(self, model, tokenizer, text: str = FILL_MASK_TEXT):
+        if not hasattr(model, "mlm"):
+            raise TypeError(f"`model` must be a BertForPreTraining (it has the MLM head), got {type(model).__name__}.")
+        self.model, self.tokenizer = model, tokenizer
+        self.text = widgets.Text(
+            value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
+        )
+        self._assemble({"text": self.text}, [self.text, self._status_widget()])
+
+    def _draw(self, text: str) -> dict:
+        try:
+            predictions = fill_mask(self.model, self.tokenizer, text, top_k=5)
+            if len(predictions) > MAX_MASKS:
+                raise ValueError(f"`text` has {len(predictions)} [MASK]s; this explorer shows at most {MAX_MASKS}.")
+        except (TypeError, ValueError) as error:
+            return self._message(str(error), text=text)
+        self.status.value = ""
+        figure, axes = plt.subplots(
+            1, len(predictions), figsize=(3.2 * len(predictions) + 0.6, 2.6), layout="constrained", squeeze=False
+        )
+        for number, (ax, guesses) in enumerate(zip(axes[0], predictions, strict=True), start=1):
+            tokens, probabilities = zip(*guesses, strict=True)
+            ax.barh(range(len(tokens))[::-1], probabilities, color="tab:blue")
+            ax.set_yticks(range(len(tokens))[::-1], tokens)
+            ax.set_xlim(0, 1)
+            ax.set_xlabel("probability")
+            ax.set_title(f"[MASK] number {number}")
+            for y, p in zip(range(len(tokens))[::-1], probabilities, strict=True):
+                ax.text(min(p + 0.02, 0.8), y, f"{p:.2f}", va="center", fontsize=8)
+        title = f"top 5 guesses for: {text}"
+        figure.suptitle(textwrap.shorten(title, 110))
+        return {
+            "matrix": np.array([[p for _, p in guesses] for guesses in predictions]),
+            "predictions": predictions,
+            "title": title,
+            "figure": figure,
+            "message": None,
+        }
+
+
+class MLMMaskingExplorer(_Messages, _Explorer):
+    """A sentence under BERT's masking: each token, what the model sees in its place, and its label.
+
+    Grey: not selected (label -100, not in the loss); orange: replaced by [MASK]; red: replaced by a
+    random token; green: selected but kept as it is. Controls: ``text``, ``seed`` (another draw),
+    ``probability`` (the share selected, BERT's 0.15). ``drawn``: matrix (3, seq) -- 0/1 rows
+    for selected, [MASK], random --, view (the ``MaskingView``), title, figure, message.
+    """
+
+    def __init__(self, tokenizer, text: str = MASKING_TEXT, seed: int = 0, probability: float = 0.15):
+        _require_in_range("seed", seed, 0, 99)
+        if not isinstance(probability, (int, float)) or not 0.0 <= probability <= 1.0:
+            raise ValueError(f"`probability` must be a number from 0 to 1, got {probability!r}.")
+        self.tokenizer = tokenizer
+        self.text = widgets.Text(
+            value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
+        )
+        self.seed = widgets.IntSlider(value=seed, min=0, max=99, description="seed")
+        self.probability = widgets.FloatSlider(
+            value=probability, min=0.0, max=1.0, step=0.05, description="selected share", style=WIDE
+        )
+        controls = {"text": self.text, "seed": self.seed, "probability": self.probability}
+        self._assemble(controls, [self.text, widgets.HBox([self.seed, self.probability]), self._status_widget()])
+
+    def _draw(self, text: str, seed: int, probability: float) -> dict:
+        try:
+            view = masking_view(self.tokenizer, text, seed=seed, probability=probability)
+        except (TypeError, ValueError) as error:
+            return self._message(str(error), text=text, seed=seed)
+        self.status.value = ""
+        n = len(view.tokens)
+        width = max(6.0, 0.62 * n)
+        figure, ax = plt.subplots(figsize=(min(width, 16.0), 2.2), layout="constrained")
+        rows = (("original", view.tokens), ("model sees", view.seen), ("label", [t or "-100" for t in view.labels]))
+        for y, (_, tokens) in enumerate(rows):
+            for x, (token, kind) in enumerate(zip(tokens, view.kinds, strict=True)):
+                colour = KIND_COLOURS[kind] if y > 0 else "#ffffff"
+                ax.add_patch(plt.Rectangle((x, 2 - y), 0.96, 0.9, facecolor=colour, edgecolor="#999999", lw=0.5))
+                light = y > 0 and kind in ("random", "kept")
+                ax.text(
+                    x + 0.48, 2.45 - y, token, ha="center", va="center", fontsize=7, color="white" if light else "black"
+                )
+        ax.set_xlim(0, n)
+        ax.set_ylim(0, 3)
+        ax.set_yticks([2.45, 1.45, 0.45], [name for name, _ in rows])
+        ax.set_xticks([])
+        ax.tick_params(length=0)
+        for side in ax.spines.values():
+            side.set_visible(False)
+        handles = [plt.Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="#999999") for c in KIND_COLOURS.values()]
+        ax.legend(handles, KIND_COLOURS, ncol=4, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+        selected = sum(kind != "not selected" for kind in view.kinds)
+        title = f"seed {seed}: {selected} of {n - 2} tokens selected (probability {probability:.2f})"
+        ax.set_title(title, fontsize=9, pad=22)
+        matrix = np.array(
+            [
+                [kind != "not selected" for kind in view.kinds],
+                [k == "[MASK]" for k in view.kinds],
+                [k == "random" for k in view.kinds],
+            ],
+            dtype=float,
+        )
+        return {"matrix": matrix, "view": view, "title": title, "figure": figure, "message": None}

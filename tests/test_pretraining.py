@@ -1,0 +1,354 @@
+"""The data of pretraining: the vocabulary, MLM masking (15%, 80/10/10, -100), NSP pairs (50/50),
+longest-first truncation, collation; the errors; and our pretraining losses equal Hugging Face's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import bertcourse as bc
+from bertcourse.pretraining import (
+    IGNORE_INDEX,
+    SPECIAL_TOKENS,
+    PretrainingCollator,
+    SpecialIds,
+    collate_pairs,
+    held_out_batches,
+    mask_tokens,
+    mlm_accuracy,
+    mlm_baselines,
+    mlm_corrupt,
+    pair_positions,
+    pretraining_metrics,
+    sample_nsp_pairs,
+    tiny_config,
+    tokenize_documents,
+    train_wordpiece,
+    truncate_pair,
+)
+
+TEXTS = [
+    "The cat sat on the mat. It was tired after the long day. Then it slept until the morning came.",
+    "A detective returns to his home town. He finds the old house empty! Nobody remembers his name.",
+    "The film is a quiet drama about two sisters. Their mother has left them a farm. They must decide what to do.",
+    "This movie is funny and warm.",
+    "A bore from start to finish. The actors look lost.",
+    "Dogs bark at night when the moon is full. The neighbours complain. The dogs do not care.",
+]
+SPECIALS = SpecialIds(pad=0, unk=1, cls=2, sep=3, mask=4, vocab_size=60)
+
+
+def g(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    return train_wordpiece(TEXTS * 3, tmp_path_factory.mktemp("vocab"), vocab_size=200, min_frequency=1)
+
+
+def synthetic_documents(n_documents=8, sentences=4, seed=0):
+    gen = g(seed)
+    return [
+        [
+            torch.randint(5, 60, (int(torch.randint(2, 15, (1,), generator=gen)),), generator=gen)
+            for _ in range(sentences)
+        ]
+        for _ in range(n_documents)
+    ]
+
+
+# --- the vocabulary ------------------------------------------------------------------------------
+
+
+def test_vocabulary_has_the_specials_first_then_sorted_tokens(tmp_path):
+    tokenizer = train_wordpiece(TEXTS * 3, tmp_path, vocab_size=200, min_frequency=1)
+    lines = (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    assert tuple(lines[:5]) == SPECIAL_TOKENS
+    assert lines[5:] == sorted(lines[5:]) and len(set(lines)) == len(lines) <= 200
+    assert tokenizer.convert_ids_to_tokens(list(range(tokenizer.vocab_size))) == lines
+    assert tokenizer.tokenize("The CAT sat.") == ["[CLS]", "the", "cat", "sat", ".", "[SEP]"]
+
+
+def test_the_course_vocabulary_is_the_same_on_every_run(tmp_path):
+    pytest.importorskip("bertcourse.corpus").data_folder()
+    from bertcourse import corpus
+
+    texts = corpus.pretraining_texts().train
+    first = train_wordpiece(texts, tmp_path / "a", vocab_size=4000)
+    second = train_wordpiece(texts, tmp_path / "b", vocab_size=4000)
+    assert (tmp_path / "a" / "vocab.txt").read_bytes() == (tmp_path / "b" / "vocab.txt").read_bytes()
+    assert first.vocab_size == second.vocab_size == 4000
+
+
+def test_vocabulary_errors(tmp_path):
+    with pytest.raises(ValueError, match="empty corpus"):
+        train_wordpiece(["", "  "], tmp_path)
+    with pytest.raises(TypeError, match="list of strings"):
+        train_wordpiece("one string", tmp_path)
+    with pytest.raises(ValueError, match="above the 5 special tokens"):
+        train_wordpiece(TEXTS, tmp_path, vocab_size=5)
+
+
+def test_special_ids_and_a_vocabulary_without_mask(tmp_path, tokenizer):
+    specials = SpecialIds.from_tokenizer(tokenizer)
+    assert (specials.pad, specials.unk, specials.cls, specials.sep, specials.mask) == (0, 1, 2, 3, 4)
+    assert specials.vocab_size == tokenizer.vocab_size
+    assert not torch.isin(specials.ordinary_ids(), specials.ids).any()
+    assert len(specials.ordinary_ids()) == specials.vocab_size - 5
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\ncat\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"no \[MASK\]"):
+        SpecialIds.from_tokenizer(bc.WordPieceTokenizer(vocab))
+    with pytest.raises(TypeError, match="WordPieceTokenizer"):
+        SpecialIds.from_tokenizer("bert-base-uncased")
+
+
+def test_documents_are_sentences_of_ids_without_specials(tokenizer):
+    documents = tokenize_documents(tokenizer, TEXTS)
+    assert [len(d) for d in documents] == [3, 3, 3, 1, 2, 3]
+    specials = SpecialIds.from_tokenizer(tokenizer).ids
+    for document in documents:
+        for ids in document:
+            assert ids.dtype == torch.long and ids.dim() == 1 and len(ids) and not torch.isin(ids, specials).any()
+    assert tokenizer.decode(documents[0][1]) == "it was tired after the long day."
+
+
+# --- MLM -----------------------------------------------------------------------------------------
+
+
+def big_batch():
+    """(64, 100) ids with [CLS] ... [SEP] and padding of different lengths."""
+    ids = torch.randint(5, 60, (64, 100), generator=g(1))
+    lengths = torch.randint(20, 101, (64,), generator=g(2))
+    ids[:, 0] = SPECIALS.cls
+    for i, n in enumerate(lengths.tolist()):
+        ids[i, n - 1] = SPECIALS.sep
+        ids[i, n:] = SPECIALS.pad
+    return ids
+
+
+def test_masking_selects_15_percent_of_ordinary_tokens_and_splits_them_80_10_10():
+    ids = big_batch()
+    corrupted, labels = mask_tokens(ids, SPECIALS, generator=g())
+    ordinary = ~torch.isin(ids, SPECIALS.ids)
+    selected = labels != IGNORE_INDEX
+    assert not (selected & ~ordinary).any(), "a special token or padding was selected"
+    assert torch.equal(labels[selected], ids[selected]), "labels are the original tokens"
+    assert torch.equal(corrupted[~selected], ids[~selected]), "what is not selected is not touched"
+    share = selected.sum() / ordinary.sum()
+    assert 0.14 < share < 0.16
+    masked = (corrupted == SPECIALS.mask) & selected
+    kept = (corrupted == ids) & selected
+    randomised = selected & ~masked & ~kept
+    n = selected.sum()
+    assert 0.77 < masked.sum() / n < 0.83
+    assert 0.08 < (kept.sum() / n) < 0.12  # unchanged (a random token equal to the original counts here too)
+    assert 0.08 < (randomised.sum() / n) < 0.12
+    assert not torch.isin(corrupted[randomised], SPECIALS.ids).any(), "a random replacement is an ordinary token"
+
+
+def test_masking_is_seeded_and_leaves_the_global_random_state_alone():
+    ids = big_batch()
+    state = torch.get_rng_state()
+    first = mask_tokens(ids, SPECIALS, generator=g(5))
+    assert torch.equal(torch.get_rng_state(), state)
+    second = mask_tokens(ids, SPECIALS, generator=g(5))
+    other = mask_tokens(ids, SPECIALS, generator=g(6))
+    assert all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
+    assert not torch.equal(first[1], other[1])
+
+
+def test_masking_probability_zero_and_one():
+    ids = big_batch()
+    _, none = mask_tokens(ids, SPECIALS, generator=g(), probability=0.0)
+    assert (none == IGNORE_INDEX).all()
+    _, every = mask_tokens(ids, SPECIALS, generator=g(), probability=1.0)
+    assert torch.equal(every != IGNORE_INDEX, ~torch.isin(ids, SPECIALS.ids))
+
+
+@pytest.mark.parametrize("probability", [-0.1, 1.5, float("nan"), "0.15", True])
+def test_a_probability_outside_0_1_is_refused(probability):
+    with pytest.raises(ValueError, match=r"`probability` must be a probability in \[0, 1\]"):
+        mask_tokens(big_batch(), SPECIALS, generator=g(), probability=probability)
+    with pytest.raises(ValueError, match=r"`mlm_probability` must be a probability"):
+        PretrainingCollator(synthetic_documents(), SPECIALS, mlm_probability=probability)
+    with pytest.raises(ValueError, match=r"`next_probability` must be a probability"):
+        PretrainingCollator(synthetic_documents(), SPECIALS, next_probability=probability)
+
+
+def test_masking_argument_errors():
+    with pytest.raises(TypeError, match="torch.Generator"):
+        mask_tokens(big_batch(), SPECIALS, generator=0)
+    with pytest.raises(TypeError, match="SpecialIds"):
+        mask_tokens(big_batch(), {"mask": 4}, generator=g())
+    with pytest.raises(TypeError, match="`input_ids` must hold integers"):
+        mask_tokens(big_batch().float(), SPECIALS, generator=g())
+
+
+def test_the_80_10_10_rule_on_given_draws():
+    ids = torch.tensor([[10, 11, 12, 13, 14]])
+    selected = torch.tensor([[True, True, True, False, True]])
+    draws = torch.tensor([[0.1, 0.85, 0.95, 0.1, 0.79999]])
+    random_ids = torch.tensor([[20, 21, 22, 23, 24]])
+    corrupted, labels = mlm_corrupt(ids, selected, draws, random_ids, 4)
+    assert corrupted.tolist() == [[4, 21, 12, 13, 4]]
+    assert labels.tolist() == [[10, 11, 12, -100, 14]]
+    with pytest.raises(TypeError, match="`selected` must be a bool tensor"):
+        mlm_corrupt(ids, selected.long(), draws, random_ids, 4)
+    with pytest.raises(ValueError, match="`draws` must have the shape of `input_ids`"):
+        mlm_corrupt(ids, selected, draws[:, :3], random_ids, 4)
+    with pytest.raises(TypeError, match="`mask_token_id` must be an int"):
+        mlm_corrupt(ids, selected, draws, random_ids, torch.tensor(4))
+
+
+def test_mlm_accuracy_counts_the_selected_positions_only():
+    logits = torch.zeros(1, 4, 6)
+    logits[0, torch.arange(4), torch.tensor([1, 2, 3, 4])] = 1.0  # predicts 1, 2, 3, 4
+    labels = torch.tensor([[1, -100, 5, -100]])
+    assert float(mlm_accuracy(logits, labels)) == 0.5
+    with pytest.raises(ValueError, match=r"\(batch, seq, vocab\)"):
+        mlm_accuracy(logits[0], labels)
+
+
+def test_baselines_of_a_model_that_ignores_the_context():
+    train_ids = torch.tensor([7, 7, 7, 8])  # with add-one smoothing over 10 ids: p(7) = 4/14, p(8) = 2/14
+    labels = torch.tensor([[7, -100], [8, 9]])
+    figures = mlm_baselines(train_ids, labels, vocab_size=10)
+    assert figures["most_frequent_accuracy"] == pytest.approx(1 / 3)
+    assert figures["unigram_accuracy"] == pytest.approx((4 + 2 + 1) / 14 / 3)
+    assert figures["unigram_loss"] == pytest.approx(-sum(torch.tensor([4, 2, 1]).div(14).log().tolist()) / 3)
+
+
+# --- NSP -----------------------------------------------------------------------------------------
+
+
+def test_nsp_pairs_are_half_next_sentences_half_from_other_documents():
+    documents = synthetic_documents(n_documents=20, sentences=5)
+    positions = pair_positions(documents) * 10
+    pairs = sample_nsp_pairs(documents, positions, generator=g())
+    labels = torch.tensor([label for _, _, label in pairs])
+    assert 0.45 < labels.float().mean() < 0.55
+    for (d, s), (a, b, label) in zip(positions, pairs, strict=True):
+        assert a is documents[d][s]
+        if label == 0:
+            assert b is documents[d][s + 1]
+        else:
+            assert not any(b is sentence for sentence in documents[d]), "NotNext comes from another document"
+
+
+def test_nsp_positions_and_errors():
+    documents = [[torch.tensor([5, 6]), torch.tensor([7])], [torch.tensor([8])], [torch.tensor([9]), torch.tensor([5])]]
+    assert pair_positions(documents) == [(0, 0), (2, 0)]
+    with pytest.raises(ValueError, match="empty corpus"):
+        pair_positions([[torch.tensor([5])], [torch.tensor([6])]])
+    with pytest.raises(ValueError, match="empty corpus"):
+        PretrainingCollator([], SPECIALS)
+    with pytest.raises(ValueError, match="at least two documents"):
+        pair_positions([[torch.tensor([5]), torch.tensor([6])]])
+    with pytest.raises(ValueError, match=r"position \(1, 0\)"):
+        sample_nsp_pairs(documents, [(1, 0)], generator=g())
+    with pytest.raises(TypeError, match="list of documents"):
+        pair_positions(["The cat sat.", "It slept."])
+    with pytest.raises(TypeError, match="1-D torch.long"):
+        pair_positions([[[5, 6], [7]], [[8]]])
+
+
+@pytest.mark.parametrize(
+    ("len_a", "len_b", "max_length", "expected"),
+    [(4, 4, 20, (4, 4)), (10, 2, 10, (5, 2)), (2, 10, 10, (2, 5)), (6, 6, 12, (5, 4)), (7, 6, 10, (4, 3))],
+)
+def test_truncation_is_longest_first(len_a, len_b, max_length, expected):
+    a, b = torch.arange(10, 10 + len_a), torch.arange(30, 30 + len_b)
+    short_a, short_b = truncate_pair(a, b, max_length)
+    assert (len(short_a), len(short_b)) == expected
+    assert torch.equal(short_a, a[: expected[0]]) and torch.equal(short_b, b[: expected[1]]), "the ends are cut"
+
+
+def test_truncation_matches_the_tokenizers_library_apart_from_ties(tokenizer):
+    a_text, b_text = "the cat sat on the mat and it was tired", "then it slept"
+    for max_length in range(8, 18):
+        batch = tokenizer([a_text], [b_text], max_length=max_length)
+        ids, types = batch["input_ids"][0], batch["token_type_ids"][0]
+        a_full, b_full = tokenizer([a_text])["input_ids"][0][1:-1], tokenizer([b_text])["input_ids"][0][1:-1]
+        a, b = truncate_pair(a_full, b_full, max_length)
+        if len(a) != len(b):  # on a tie tokenizers keeps A's token, BERT's rule keeps B's
+            assert torch.equal(ids, torch.cat([ids[:1], a, ids[:1] * 0 + 3, b, ids[:1] * 0 + 3]))
+            assert int(types.sum()) == len(b) + 1
+
+
+@pytest.mark.parametrize("max_length", [7, 0, 8.0, None])
+def test_a_sequence_length_below_8_is_refused(max_length):
+    with pytest.raises(ValueError, match="`max_length` must be an int of at least 8"):
+        truncate_pair(torch.arange(3), torch.arange(3), max_length)
+    with pytest.raises(ValueError, match="`max_length` must be an int of at least 8"):
+        PretrainingCollator(synthetic_documents(), SPECIALS, max_length=max_length)
+
+
+# --- collation -----------------------------------------------------------------------------------
+
+
+def test_collated_batch_has_everything_the_model_takes():
+    documents = synthetic_documents()
+    collate = PretrainingCollator(documents, SPECIALS, max_length=16)
+    batch = collate(collate.positions[:8], g())
+    assert sorted(batch) == ["attention_mask", "input_ids", "labels", "next_sentence_label", "token_type_ids"]
+    ids, mask, types, labels = (batch[k] for k in ("input_ids", "attention_mask", "token_type_ids", "labels"))
+    assert ids.shape == mask.shape == types.shape == labels.shape and ids.shape[0] == 8 and ids.shape[1] <= 16
+    assert batch["next_sentence_label"].shape == (8,)
+    for row in range(8):
+        n = int(mask[row].sum())
+        assert mask[row, :n].all() and not mask[row, n:].any()
+        assert (ids[row, n:] == SPECIALS.pad).all() and (types[row, n:] == 0).all()
+        assert (labels[row, n:] == IGNORE_INDEX).all(), "padding is never a label"
+        assert ids[row, 0] == SPECIALS.cls and ids[row, n - 1] == SPECIALS.sep
+        seps = (ids[row, :n] == SPECIALS.sep).nonzero().flatten().tolist()
+        first_sep = seps[0]
+        assert (types[row, : first_sep + 1] == 0).all() and (types[row, first_sep + 1 : n] == 1).all()
+        for position in (0, *seps):
+            assert labels[row, position] == IGNORE_INDEX, "[CLS] and [SEP] are never labels"
+    again = collate(collate.positions[:8], g())
+    assert all(torch.equal(batch[k], again[k]) for k in batch), "the same generator state gives the same batch"
+
+
+def test_collate_errors():
+    with pytest.raises(ValueError, match="non-empty list"):
+        collate_pairs([], SPECIALS, generator=g())
+    with pytest.raises(TypeError, match="torch.Generator"):
+        PretrainingCollator(synthetic_documents(), SPECIALS)(
+            PretrainingCollator(synthetic_documents(), SPECIALS).positions[:2], 0
+        )
+
+
+def test_held_out_batches_are_fixed():
+    documents = synthetic_documents()
+    first, second = (
+        held_out_batches(documents, SPECIALS, max_length=16),
+        held_out_batches(documents, SPECIALS, max_length=16),
+    )
+    assert sum(len(b["next_sentence_label"]) for b in first) == len(pair_positions(documents))
+    assert all(torch.equal(a[k], b[k]) for a, b in zip(first, second, strict=True) for k in a)
+
+
+# --- against Hugging Face ------------------------------------------------------------------------
+
+
+def test_our_pretraining_losses_equal_hugging_face_s(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(0)
+    ours = bc.BertForPreTraining(tiny_config(SPECIALS.vocab_size, max_length=16)).eval()
+    ours.save_pretrained(tmp_path)
+    theirs = transformers.BertForPreTraining.from_pretrained(tmp_path).eval()
+    collate = PretrainingCollator(synthetic_documents(), SPECIALS, max_length=16)
+    batch = collate(collate.positions[:8], g())
+    with torch.no_grad():
+        a, b = ours(**batch), theirs(**batch)
+    hf_mlm = torch.nn.functional.cross_entropy(
+        b.prediction_logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=IGNORE_INDEX
+    )
+    torch.testing.assert_close(a.loss, b.loss, atol=1e-5, rtol=0)
+    torch.testing.assert_close(a.mlm_loss, hf_mlm, atol=1e-5, rtol=0)
+    torch.testing.assert_close(a.nsp_loss, b.loss - hf_mlm, atol=1e-5, rtol=0)
+    metrics = pretraining_metrics(batch, a)
+    assert metrics["mlm_accuracy"][1] == int((batch["labels"] != IGNORE_INDEX).sum()) and metrics["nsp_loss"][1] == 8
