@@ -1,0 +1,180 @@
+"""Lower precision: what fp16 and bf16 keep and lose, what ``torch.autocast`` changes, and loss scaling.
+
+Three 16-bit facts carry the whole lesson:
+
+- **fp16** has 10 mantissa bits (fine steps) but 5 exponent bits: nothing above 65,504, and
+  nothing below about 6e-8 (2^-24, its smallest subnormal). Small gradients underflow to 0.
+- **bf16** has fp32's 8 exponent bits (the same range, up to 3.4e38) but only 7 mantissa bits:
+  1 + 2^-8 rounds back to 1. Nothing overflows or underflows that would not in fp32.
+- ``torch.autocast(device_type, dtype)`` runs chosen ops (matrix products, linear layers) in the
+  lower precision and keeps others (reductions, norms, losses) in fp32; the weights stay fp32.
+  Which ops go where is a per-device policy: ``autocast_dtypes`` shows it on a real model.
+
+**Loss scaling** is fp16's answer to underflow: multiply the loss by a large factor S before
+``backward`` (every gradient is then S times larger and clears 2^-24), divide the gradients by S
+before the optimizer step, and skip the step when a gradient overflowed to inf or NaN, halving S;
+after ``growth_interval`` good steps, double S. ``LossScaler`` writes those four moves out; a test
+shows it takes the same steps, skips the same ones and keeps the same scale as
+``torch.amp.GradScaler``. bf16 needs none of it: its range is fp32's.
+
+``torch.cuda.amp.autocast`` and ``torch.cuda.amp.GradScaler`` (what many tutorials, and one of
+the course's seed articles, import) are deprecated: ``torch.autocast("cuda", ...)`` and
+``torch.amp.GradScaler("cuda")`` are the same thing for every device.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ._validation import describe, require_positive_int
+
+PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def precision_dtype(name: str) -> torch.dtype:
+    """``"fp32"``, ``"fp16"`` or ``"bf16"`` -> the torch dtype; any other name is explained."""
+    if name not in PRECISIONS:
+        raise ValueError(f"`precision` must be one of {sorted(PRECISIONS)}, got {name!r}.")
+    return PRECISIONS[name]
+
+
+def format_facts(dtype: torch.dtype) -> dict[str, float | int]:
+    """Range and precision of a floating-point dtype, from ``torch.finfo``: largest value, smallest
+    normal and subnormal numbers, the gap after 1 (eps), and the bits of exponent and mantissa."""
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"`dtype` must be a floating-point torch.dtype, got {describe(dtype)}.")
+    info = torch.finfo(dtype)
+    mantissa_bits = round(-math.log2(info.eps))
+    return {
+        "max": info.max,
+        "smallest_normal": info.smallest_normal,
+        "smallest_subnormal": info.smallest_normal * info.eps,
+        "eps": info.eps,
+        "exponent_bits": info.bits - 1 - mantissa_bits,
+        "mantissa_bits": mantissa_bits,
+    }
+
+
+def round_trip(values, dtype: torch.dtype) -> list[float]:
+    """Each value stored in ``dtype`` and read back as a Python float: what that format keeps of it."""
+    format_facts(dtype)  # checks the dtype
+    return torch.tensor(values, dtype=torch.float64).to(dtype).double().tolist()
+
+
+class _OpDtypes(TorchDispatchMode):
+    """Records the dtype each ATen op returns, below autocast (so after its casts)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: Counter = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        first = out[0] if isinstance(out, (tuple, list)) and out else out
+        if isinstance(first, torch.Tensor) and first.dtype.is_floating_point:
+            self.seen[(func.overloadpacket.__name__, first.dtype)] += 1
+        return out
+
+
+def autocast_dtypes(run, device_type: str = "cpu", dtype: torch.dtype | None = torch.bfloat16) -> dict[str, list]:
+    """The output dtype of every floating-point ATen op that ``run()`` executes, under
+    ``torch.autocast(device_type, dtype)`` (or without autocast when ``dtype`` is None).
+
+    Returns {op name: sorted list of the dtypes it produced}, e.g. ``{"mm": [torch.bfloat16],
+    "native_layer_norm": [torch.float32], ...}``. ``run`` is a function of no arguments, such as
+    ``lambda: model(**batch)``.
+    """
+    if not callable(run):
+        raise TypeError(
+            f"`run` must be a function of no arguments, e.g. `lambda: model(**batch)`, got {describe(run)}."
+        )
+    if dtype is not None:
+        format_facts(dtype)
+    recorder = _OpDtypes()
+    with torch.autocast(device_type=device_type, dtype=dtype, enabled=dtype is not None), recorder:
+        run()
+    found: dict[str, set] = {}
+    for op, op_dtype in recorder.seen:
+        found.setdefault(op, set()).add(op_dtype)
+    return {op: sorted(dtypes, key=str) for op, dtypes in sorted(found.items())}
+
+
+class LossScaler:
+    """Dynamic loss scaling written out: the four moves of ``torch.amp.GradScaler``.
+
+    Use it as GradScaler is used::
+
+        scaler.scale(loss).backward()   # gradients come out `scale` times too large
+        scaler.unscale_(optimizer)      # divide them back (clip the gradient norm after this)
+        scaler.step(optimizer)          # skipped when a gradient is inf or NaN
+        scaler.update()                 # halve the scale after a skip; double it after
+                                        # `growth_interval` good steps in a row
+    """
+
+    def __init__(
+        self,
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+    ):
+        if not (isinstance(init_scale, (int, float)) and init_scale > 0):
+            raise ValueError(f"`init_scale` must be a positive number, got {init_scale!r}.")
+        if not (isinstance(growth_factor, (int, float)) and growth_factor > 1):
+            raise ValueError(f"`growth_factor` must be above 1, got {growth_factor!r}.")
+        if not (isinstance(backoff_factor, (int, float)) and 0 < backoff_factor < 1):
+            raise ValueError(f"`backoff_factor` must be between 0 and 1, got {backoff_factor!r}.")
+        require_positive_int("growth_interval", growth_interval)
+        self.scale_value = float(init_scale)
+        self.growth_factor = float(growth_factor)
+        self.backoff_factor = float(backoff_factor)
+        self.growth_interval = growth_interval
+        self.good_steps = 0  # good steps in a row since the scale last changed
+        self.found_inf = False
+        self.skipped_steps = 0
+        self._unscaled = False
+
+    def scale(self, loss: torch.Tensor) -> torch.Tensor:
+        return loss * self.scale_value  # () : every gradient of it is `scale` times larger
+
+    def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
+        """Divide every gradient by the scale, and note whether any of them is inf or NaN."""
+        if self._unscaled:
+            raise RuntimeError("unscale_() was already called since the last update(): call it once per step.")
+        self.found_inf = False
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                p.grad.div_(self.scale_value)
+                self.found_inf |= not bool(torch.isfinite(p.grad).all())
+        self._unscaled = True
+
+    def step(self, optimizer: torch.optim.Optimizer) -> bool:
+        """The optimizer's step, unless a gradient overflowed; returns whether the step was taken."""
+        if not self._unscaled:
+            self.unscale_(optimizer)
+        if self.found_inf:
+            self.skipped_steps += 1
+            return False
+        optimizer.step()
+        return True
+
+    def update(self) -> None:
+        """Back off after an overflow; grow after ``growth_interval`` good steps in a row."""
+        if self.found_inf:
+            self.scale_value *= self.backoff_factor
+            self.good_steps = 0
+        else:
+            self.good_steps += 1
+            if self.good_steps == self.growth_interval:
+                self.scale_value *= self.growth_factor
+                self.good_steps = 0
+        self._unscaled = False
+
+    def get_scale(self) -> float:
+        return self.scale_value
