@@ -32,7 +32,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.collections import LineCollection
-from matplotlib.font_manager import FontProperties
 
 HEAD_VIEW_COLOR = (0.12, 0.47, 0.71)  # matplotlib's default blue, as RGB
 HEADS_GRID_MAX_SIZE = (12.0, 6.0)  # inches (width, height): a laptop's notebook shows this whole, unshrunk
@@ -45,6 +44,7 @@ _EDGE = 0.1  # inches of white above the panels when there is no title
 _PANEL_TITLE_ROOM = 0.28  # inches above each panel for "head 3"
 _COLUMN_GAP = 0.08  # inches between two panels of a row
 _COLORBAR_WIDTH = 0.14  # inches
+_CHARACTER_WIDTH = 0.62  # of the font size: room per character of a token label
 _COLORBAR_ROOM = _COLUMN_GAP + _COLORBAR_WIDTH + 0.75  # inches right of the panels: gap, colourbar, its ticks and label
 
 
@@ -170,8 +170,7 @@ def plot_heads_grid(layer_weights, tokens, title=None):
         raise ValueError(f"`layer_weights` must hold at least one token, got shape {weights.shape}.")
     tokens = as_token_list("tokens", tokens)
     require_length("tokens", tokens, q_len, "the sequence length of `layer_weights`")
-    figure = plt.figure()
-    label_room = text_width_inches(figure, tokens, HEADS_GRID_LABEL_SIZE) + _TICK_ROOM  # at most, beside the panels
+    label_room = label_width_inches(tokens, HEADS_GRID_LABEL_SIZE) + _TICK_ROOM  # at most, beside the panels
     top = _SUPTITLE_ROOM if title is not None else _EDGE
     rows, columns, panel = heads_grid_shape(
         num_heads,
@@ -183,11 +182,11 @@ def plot_heads_grid(layer_weights, tokens, title=None):
     label_size = max(HEADS_GRID_MIN_LABEL_SIZE, min(HEADS_GRID_LABEL_SIZE, 0.9 * row_height))
     label_step = math.ceil(label_size / (0.9 * row_height))  # label every token, or every second, ...: no overlap
     ticks, tick_labels = range(0, q_len, label_step), tokens[::label_step]
-    label_room = text_width_inches(figure, tick_labels, label_size) + _TICK_ROOM  # as drawn
+    label_room = label_width_inches(tick_labels, label_size) + _TICK_ROOM  # as drawn
     left = bottom = _AXIS_LABEL_ROOM + label_room
     width = min(left + columns * panel + (columns - 1) * _COLUMN_GAP + _COLORBAR_ROOM, HEADS_GRID_MAX_SIZE[0])
     height = min(top + rows * (_PANEL_TITLE_ROOM + panel) + bottom, HEADS_GRID_MAX_SIZE[1])  # min: rounding only
-    figure.set_size_inches(width, height)
+    figure = plt.figure(figsize=(width, height))
     vmax = float(weights.max()) or 1.0
     for head in range(num_heads):
         row, column = divmod(head, columns)
@@ -236,12 +235,15 @@ def heads_grid_shape(num_heads: int, seq_len: int, room_width: float, room_heigh
     return best
 
 
-def text_width_inches(figure, texts: list[str], size: float) -> float:
-    """The width, in inches, of the widest of ``texts`` at ``size`` points, as ``figure`` would draw it."""
-    renderer = figure.canvas.get_renderer()
-    font = FontProperties(size=size)
-    widest = max(renderer.get_text_width_height_descent(text, font, ismath=False)[0] for text in texts)
-    return widest / figure.dpi
+def label_width_inches(texts: list[str], size: float) -> float:
+    """A generous width, in inches, for the longest of ``texts`` at ``size`` points.
+
+    Counted from the number of characters (0.62 of the font size each, a little more than
+    DejaVu Sans' average), not measured by a renderer: the figure's size then depends only
+    on the tokens, never on a font library's version, so a notebook's "<Figure size ...>"
+    output is the same on every machine.
+    """
+    return max(len(text) for text in texts) * _CHARACTER_WIDTH * size / 72
 
 
 def as_array(name: str, x, *, ndim: int, shape_doc: str) -> np.ndarray:

@@ -280,6 +280,13 @@ def test_heads_grid_keeps_every_label_inside_the_figure_and_off_the_others(token
     assert not any(panel.overlaps(box) for panel in panels for box in y_labels + x_labels)
 
 
+def test_heads_grid_size_depends_on_the_token_lengths_only_not_on_a_font_renderer():
+    weights = random_attention(12, 4, 4)
+    narrow = plot_heads_grid(weights, ["ill", "iii", "l", "."]).get_size_inches()
+    wide = plot_heads_grid(weights, ["MWM", "WWW", "M", "W"]).get_size_inches()
+    np.testing.assert_array_equal(narrow, wide)  # a notebook's "<Figure size ...>" is the same on every machine
+
+
 def test_heads_grid_colorbar_stands_next_to_the_last_column():
     figure = plot_heads_grid(random_attention(12, 13, 13), [f"token{i}" for i in range(13)])
     figure.canvas.draw()
