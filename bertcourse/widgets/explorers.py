@@ -263,8 +263,8 @@ def highlight(corner: tuple[float, float], width: float, height: float) -> Recta
 class ResidualExplorer(_Explorer):
     """The gradient that reaches each layer of a deep stack, residual connections on or off.
 
-    Draws ``bertcourse.experiments.gradient_norms_per_layer`` on a log scale: a stack of Linear + tanh layers,
-    one backward pass, the gradient norm of each layer's weight. Without residuals every
+    Draws ``bertcourse.experiments.gradient_norms_per_layer`` on a log scale: a stack of
+    Linear + tanh layers, one backward pass, the gradient norm of each layer's weight. Without residuals every
     layer shrinks the gradient on its way down, so the first layers get orders of magnitude
     less than the last; with them, ``h + F(h)`` gives the gradient an identity path and
     every layer gets one of the same order. A LayerNorm after every layer changes the
