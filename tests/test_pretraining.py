@@ -352,3 +352,16 @@ def test_our_pretraining_losses_equal_hugging_face_s(tmp_path):
     torch.testing.assert_close(a.nsp_loss, b.loss - hf_mlm, atol=1e-5, rtol=0)
     metrics = pretraining_metrics(batch, a)
     assert metrics["mlm_accuracy"][1] == int((batch["labels"] != IGNORE_INDEX).sum()) and metrics["nsp_loss"][1] == 8
+
+
+def test_the_pretraining_benchmark_reports_tokens_per_second(capsys):
+    pytest.importorskip("transformers")
+    from bertcourse.bench import __main__ as bench
+
+    argv = ["--only", "pretraining", "--pretraining-batch", "2", "--pretraining-seq", "16", "--repeats", "1"]
+    (result,) = bench.main(argv)["pretraining"]
+    assert result["setting"] == "pretraining step" and result["ours_tokens_per_s"] > 0
+    assert result["ratio"] == pytest.approx(result["ours_ms"] / result["theirs_ms"])
+    report = capsys.readouterr()
+    assert "batch (2, 16)" in report.out and report.out.rstrip().endswith(f"ratio={result['ratio']:.2f}")
+    assert report.err == ""

@@ -14,7 +14,7 @@ import importlib
 
 import torch
 
-SECTIONS = ["forward", "training", "long_inputs"]
+SECTIONS = ["forward", "training", "pretraining", "long_inputs"]
 
 
 def main(argv=None) -> dict[str, list[dict]]:

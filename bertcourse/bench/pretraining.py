@@ -1,0 +1,78 @@
+"""Notebook 09's pretraining step, ours against Hugging Face's: tokens per second on the tiny BERT.
+
+A step is what ``bertcourse.training.train_step`` does: forward pass in training mode with the
+MLM and NSP labels (both models compute their own losses), backward pass, gradient clipping,
+AdamW over the same parameter groups. Both models start from the same weights (ours written with
+``save_pretrained``, read by ``transformers.BertForPreTraining.from_pretrained``) and take the same
+batch: NSP pairs of a seeded synthetic corpus, collated and masked by ``PretrainingCollator``.
+fp32, CPU, alternating steps, medians; the ratio is ours / theirs in time per step (below 1:
+ours is faster).
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+import torch
+
+from ..heads import BertForPreTraining
+from ..pretraining import PretrainingCollator, SpecialIds, tiny_config
+from ..training import make_optimizer, train_step
+from .timing import median_times
+
+VOCAB_SIZE = 4000
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--pretraining-batch", type=int, default=32, help="pairs per batch (pretraining section)")
+    parser.add_argument("--pretraining-seq", type=int, default=64, help="tokens per pair (pretraining section)")
+
+
+def synthetic_batch(batch: int, seq: int) -> dict[str, torch.Tensor]:
+    """A batch of ``batch`` NSP pairs padded to ``seq`` tokens, from random sentences of random lengths."""
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(seq // 4, seq, (2 * batch + 2, 4), generator=g)
+    documents = [[torch.randint(5, VOCAB_SIZE, (int(n),), generator=g) for n in row] for row in lengths]
+    specials = SpecialIds(pad=0, unk=1, cls=2, sep=3, mask=4, vocab_size=VOCAB_SIZE)
+    collate = PretrainingCollator(documents, specials, max_length=seq)
+    return collate(collate.positions[:batch], torch.Generator().manual_seed(1))
+
+
+def run(args) -> list[dict]:
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar on stderr
+    batch = synthetic_batch(args.pretraining_batch, args.pretraining_seq)
+    torch.manual_seed(0)
+    ours = BertForPreTraining(tiny_config(VOCAB_SIZE, args.pretraining_seq)).train()
+    with tempfile.TemporaryDirectory() as folder:
+        ours.save_pretrained(folder)
+        theirs = transformers.BertForPreTraining.from_pretrained(folder).train()
+    optimizers = [make_optimizer(model, 1e-4) for model in (ours, theirs)]
+    tokens = batch["input_ids"].numel()
+    print(
+        f"BertForPreTraining pretraining step (MLM + NSP losses, backward, clipping, AdamW), tiny BERT "
+        f"(2 layers, 128 wide, vocabulary {VOCAB_SIZE}), batch {tuple(batch['input_ids'].shape)}, fp32, CPU, "
+        f"{torch.get_num_threads()} threads; medians of {args.repeats} alternating steps"
+    )
+    mine, hf = median_times(
+        lambda: train_step(ours, batch, optimizers[0]),
+        lambda: train_step(theirs, batch, optimizers[1]),
+        args.repeats,
+        warmup=2,
+    )
+    ratio = mine / hf
+    print(
+        f"  {'pretraining step':17s} ours {tokens / mine:8.0f} tokens/s   Hugging Face {tokens / hf:8.0f} tokens/s"
+        f"   {ratio=:.2f}"
+    )
+    return [
+        {
+            "setting": "pretraining step",
+            "ours_ms": mine * 1e3,
+            "theirs_ms": hf * 1e3,
+            "ours_tokens_per_s": tokens / mine,
+            "theirs_tokens_per_s": tokens / hf,
+            "ratio": ratio,
+        }
+    ]
