@@ -27,6 +27,14 @@ from ._validation import describe, require_positive_int
 from .attention import attention_scores, qkv_projection, scaled_dot_product_attention
 from .masks import causal_mask, combine_masks, padding_mask
 
+__all__ = [
+    "attention_maps",
+    "gradient_norms_per_layer",
+    "masked_attention",
+    "sinusoid_wavelength",
+    "softmax_saturation",
+]
+
 
 def softmax_saturation(d_k: int, scaled: bool = True, num_keys: int = 16, seed: int = 0) -> dict:
     """One query's attention weights over ``num_keys`` random keys, and how saturated the softmax is.
