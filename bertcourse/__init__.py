@@ -23,7 +23,7 @@ Using and training it, notebooks 08-12 (imported as ``bertcourse.<part>``):
 finetuning   sequence, token and question-answering heads (10)
 
 Around them: ``exercises`` (checkers that diagnose a learner's mistake), ``experiments`` (the
-measurements the explorers draw, without ipywidgets), ``plots`` and ``widgets`` (attention maps
+measurements behind the explorers of 01-07: pure, seeded, no ipywidgets or matplotlib), ``plots`` and ``widgets`` (attention maps
 and interactive explorers), ``bench`` (``python -m bertcourse.bench``: timed against Hugging Face).
 
 Glossary. The notebooks use the textbook's names; the config uses Hugging Face's:
