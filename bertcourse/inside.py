@@ -108,9 +108,10 @@ class NeuronView:
 def neuron_view(model, tokenizer, text: str, layer: int, head: int) -> NeuronView:
     """The query and key vectors of head ``head`` of layer ``layer`` for ``text``, and their scores.
 
-    Rebuilt from the model's own intermediate values: the layer's input (hidden state ``layer``)
-    goes through that layer's ``query`` and ``key`` maps and is split into heads. The softmax of
-    ``scores`` equals the model's own map, ``bertcourse.experiments.attention_maps(...)[1][layer][head]``.
+    Rebuilt from the model's own intermediate values: the layer's input (hidden state ``layer``: the
+    embeddings, then the layers below it, and only those) goes through that layer's ``query`` and
+    ``key`` maps and is split into heads. The softmax of ``scores`` equals the model's own map,
+    ``bertcourse.experiments.attention_maps(...)[1][layer][head]``.
     """
     tokens = sentence_tokens(model, tokenizer, text)
     bert = _bert_of(model)
@@ -118,8 +119,10 @@ def neuron_view(model, tokenizer, text: str, layer: int, head: int) -> NeuronVie
     _require_index("head", head, bert.config.num_attention_heads, "heads")
     batch = _on_device(tokenizer(text), bert)
     with torch.no_grad():
-        hidden_states = bert(**batch, output_hidden_states=True).hidden_states  # (layers + 1) x (1, seq, hidden)
-        q, k, scores, weights = _query_key(bert.encoder.layers[layer], hidden_states[layer], head)
+        x = bert.embeddings(batch["input_ids"], batch["token_type_ids"])  # (1, seq, hidden): hidden state 0
+        for encoder_layer in bert.encoder.layers[:layer]:
+            x, _ = encoder_layer(x)  # (1, seq, hidden); one sentence, no padding, so no mask
+        q, k, scores, weights = _query_key(bert.encoder.layers[layer], x, head)
     return NeuronView(tokens, layer, head, q[0], k[0], scores[0], weights[0])
 
 

@@ -41,6 +41,10 @@ from ._base import DEFAULT_TEXT, _Explorer, _require_in_range
 
 MAX_TOKEN_LABELS = 40  # an enlarged map labels every token up to this length, then every second, ...
 COLORMAP = "viridis"
+# Fixed placements, no layout engine: a constrained layout would double the time of every redraw.
+# Token labels that reach past the figure's edge are kept by the inline backend's tight bounding box.
+MODEL_VIEW_GRID = {"width_ratios": [1.5, 1.0], "left": 0.05, "right": 0.97, "bottom": 0.1, "top": 0.92, "wspace": 0.25}
+NEURON_VIEW_GRID = {"left": 0.1, "right": 0.97, "bottom": 0.16, "top": 0.9, "hspace": 0.75, "wspace": 0.3}
 
 
 class _Messages:
@@ -115,9 +119,7 @@ class ModelViewExplorer(_Messages, _Explorer):
         self._ok()
         num_layers, num_heads, seq, _ = maps.shape
         mosaic, gap = heads_mosaic(maps)
-        figure, (ax_grid, ax_head) = plt.subplots(
-            1, 2, figsize=(10.0, 4.6), gridspec_kw={"width_ratios": [1.5, 1.0]}, layout="constrained"
-        )
+        figure, (ax_grid, ax_head) = plt.subplots(1, 2, figsize=(10.0, 4.6), gridspec_kw=MODEL_VIEW_GRID)
         ax_grid.imshow(mosaic, cmap=_colormap(), vmin=0.0, vmax=1.0, interpolation="nearest", aspect="auto")
         step = seq + gap
         ax_grid.set_xticks([h * step + (seq - 1) / 2 for h in range(num_heads)], range(num_heads), fontsize=8)
@@ -287,7 +289,7 @@ class NeuronViewExplorer(_Messages, _Explorer):
         q, k, product = view.q[query], view.k[key], view.product(query, key)  # (d_k,) each
         scores, weights = view.scores[query], view.weights[query]  # (seq,) each
         score = float(scores[key])
-        figure, axes = plt.subplots(2, 2, figsize=(10.0, 6.2), layout="constrained")
+        figure, axes = plt.subplots(2, 2, figsize=(10.0, 6.6), gridspec_kw=NEURON_VIEW_GRID)
         ax_vectors, ax_product, ax_scores, ax_weights = axes.flat
         limit = float(torch.cat([q, k]).abs().max()) or 1.0
         image = ax_vectors.imshow(
