@@ -30,7 +30,7 @@ from collections import Counter
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ._validation import describe, require_positive_int
+from ._validation import describe, require_float_tensor, require_positive_int
 
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -178,3 +178,76 @@ class LossScaler:
 
     def get_scale(self) -> float:
         return self.scale_value
+
+
+def training_step_cost(model, batch: dict, precision: str = "fp32", repeats: int = 5) -> dict[str, float]:
+    """One training step of ``model`` on ``batch`` (09's ``train_step``, SGD with learning rate 0 so
+    the weights do not move) in ``precision``: {"seconds": the median of ``repeats`` timed steps
+    after one warm-up step, "peak_bytes": the allocator's peak during one step}."""
+    import time
+
+    from .long_inputs.memory import peak_memory
+    from .training import train_step
+
+    dtype = precision_dtype(precision)
+    require_positive_int("repeats", repeats)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+
+    def step():
+        train_step(model, batch, optimizer, clip_norm=None, autocast_dtype=None if dtype is torch.float32 else dtype)
+
+    step()  # warm-up: the first call allocates and, under autocast, casts the weights
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return {"seconds": sorted(times)[len(times) // 2], "peak_bytes": peak_memory(step)}
+
+
+def average_gradients(replica_gradients: torch.Tensor) -> torch.Tensor:
+    """What DDP's all-reduce leaves on every replica, simulated in one process.
+
+    ``replica_gradients`` (world_size, ...): row r is replica r's gradient. Returns a tensor of the
+    same shape in which every row is the mean of the rows: ``dist.all_reduce(grad)`` (a sum, by
+    default) on each replica, then ``grad /= world_size``.
+    """
+    require_float_tensor("replica_gradients", replica_gradients, min_dim=1)
+    return _average_gradients(replica_gradients)
+
+
+def _average_gradients(replica_gradients):
+    world_size = replica_gradients.shape[0]
+    total = replica_gradients.sum(dim=0, keepdim=True)  # (1, ...) what all_reduce(SUM) gives every replica
+    return (total / world_size).expand_as(replica_gradients).clone()  # (world_size, ...) the same mean on each
+
+
+def scaler_update(
+    scaled_gradients: torch.Tensor, scale: float, good_steps: int, growth_interval: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step of dynamic loss scaling on one gradient tensor, as ``LossScaler`` and GradScaler do it.
+
+    Returns (the gradients divided by ``scale``, the next scale, the next count of good steps in a
+    row): after an inf or NaN the scale halves and the count restarts at 0; otherwise the count
+    grows, and when it reaches ``growth_interval`` the scale doubles and the count restarts at 0.
+    The scale and the count come back as 0-dim tensors (float32 and int64).
+    """
+    require_float_tensor("scaled_gradients", scaled_gradients)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
+        raise ValueError(f"`scale` must be a positive number, got {scale!r}.")
+    require_positive_int("growth_interval", growth_interval)
+    if isinstance(good_steps, bool) or not isinstance(good_steps, int) or not 0 <= good_steps < growth_interval:
+        raise ValueError(f"`good_steps` must be an int from 0 to growth_interval - 1, got {good_steps!r}.")
+    return _scaler_update(scaled_gradients, scale, good_steps, growth_interval)
+
+
+def _scaler_update(scaled_gradients, scale, good_steps, growth_interval):
+    unscaled = scaled_gradients / scale  # (...) the true gradients
+    overflow = not bool(torch.isfinite(unscaled).all())  # an inf or NaN anywhere: skip this step
+    if overflow:
+        scale, good_steps = scale * 0.5, 0  # back off
+    elif good_steps + 1 == growth_interval:
+        scale, good_steps = scale * 2.0, 0  # growth_interval good steps in a row: try a larger scale
+    else:
+        good_steps += 1
+    return unscaled, torch.tensor(scale, dtype=torch.float32), torch.tensor(good_steps)

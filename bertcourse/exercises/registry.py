@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from . import attention, bert, inside, layernorm_ffn, long_inputs, masks, multihead, positional, pretraining
+from . import attention, bert, inside, layernorm_ffn, long_inputs, masks, multihead, positional, precision, pretraining
 from .diagnosis import first_line, kind
 from .engine import run_check
 from .records import CORRECT, NOT_ATTEMPTED, WRONG, CheckResult, Exercise, Listing
@@ -46,6 +46,8 @@ EXERCISES: dict[str, Exercise] = {
         long_inputs.WINDOW_SPANS,
         long_inputs.MERGE_SOFTMAX_BLOCKS,
         long_inputs.LOCAL_GLOBAL_MASK,
+        precision.AVERAGE_GRADIENTS,
+        precision.SCALER_UPDATE,
     )
 }
 
