@@ -23,7 +23,14 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._validation import can_check_values, describe, require_float_tensor, require_probability, require_size
+from ._validation import (
+    can_check_values,
+    describe,
+    is_int,
+    require_float_tensor,
+    require_probability,
+    require_size,
+)
 from .masks import broadcast_mask, fill_value
 
 
@@ -51,6 +58,47 @@ def _qkv_projection(x, w_q, w_k, w_v):
     return x @ w_q, x @ w_k, x @ w_v  # (..., seq, d_k), (..., seq, d_k), (..., seq, d_v)
 
 
+def qkv_from_linear(
+    x: torch.Tensor,
+    w_q: torch.Tensor,
+    b_q: torch.Tensor,
+    w_k: torch.Tensor,
+    b_k: torch.Tensor,
+    w_v: torch.Tensor,
+    b_v: torch.Tensor,
+):
+    """Queries, keys and values from three ``nn.Linear`` layers' ``.weight`` and ``.bias``.
+
+    x: (..., seq, d_model); w_q, w_k: (d_k, d_model) and w_v: (d_v, d_model), in ``nn.Linear``'s
+    (out, in) layout; b_q, b_k: (d_k,), b_v: (d_v,). Returns (q, k, v) as ``nn.Linear`` computes
+    them, ``x @ W.T + b``: shapes (..., seq, d_k), (..., seq, d_k), (..., seq, d_v).
+    """
+    require_float_tensor("x", x, min_dim=2)
+    for role in "qkv":
+        w_name, b_name = f"w_{role}", f"b_{role}"
+        weight, bias = {"q": (w_q, b_q), "k": (w_k, b_k), "v": (w_v, b_v)}[role]
+        require_float_tensor(w_name, weight, ndim=2, like=x, like_name="`x`")
+        require_size(
+            w_name, weight, 1, x.shape[-1], f"nn.Linear's shape (out, in) with in = x.shape[-1] = {x.shape[-1]}"
+        )
+        require_float_tensor(b_name, bias, ndim=1, like=x, like_name="`x`")
+        require_size(b_name, bias, 0, weight.shape[0], f"shape (out,) with out = {w_name}.shape[0] = {weight.shape[0]}")
+    if w_q.shape[0] != w_k.shape[0]:
+        raise ValueError(
+            f"`w_q` and `w_k` must project to the same width d_k (queries are dotted with keys), "
+            f"got {w_q.shape[0]} and {w_k.shape[0]} rows."
+        )
+    return _qkv_from_linear(x, w_q, b_q, w_k, b_k, w_v, b_v)
+
+
+def _qkv_from_linear(x, w_q, b_q, w_k, b_k, w_v, b_v):
+    """What each nn.Linear computes: x W^T + b, with W stored as (out, in)."""
+    q = x @ w_q.T + b_q  # (..., seq, d_model) @ (d_model, d_k) -> (..., seq, d_k)
+    k = x @ w_k.T + b_k  # (..., seq, d_k)
+    v = x @ w_v.T + b_v  # (..., seq, d_v)
+    return q, k, v  # (..., seq, d_k), (..., seq, d_k), (..., seq, d_v)
+
+
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Raw (unscaled) scores Q K^T: how well each query matches each key.
 
@@ -63,6 +111,49 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 def _attention_scores(q, k):
     """Every query dotted with every key: Q K^T."""
     return q @ k.transpose(-2, -1)  # (..., q_len, d_k) @ (..., d_k, k_len) -> (..., q_len, k_len)
+
+
+def stable_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Softmax along ``dim`` that survives any finite scores: exp(s - max) / sum exp(s - max).
+
+    Subtracting each slice's maximum leaves the result unchanged (the factor exp(-max) cancels) and
+    makes the largest exponent exp(0) = 1, so scores of 1000 (or of 12 in float16) cannot overflow.
+    Equals ``torch.softmax(scores, dim)``, dtype included.
+    """
+    require_float_tensor("scores", scores, min_dim=1)
+    if not is_int(dim) or not -scores.dim() <= dim < scores.dim():
+        raise ValueError(f"`dim` must be an axis of `scores` ({describe(scores)}), got {dim!r}.")
+    return _stable_softmax(scores, dim)
+
+
+def _stable_softmax(scores, dim=-1):
+    """Shift by the maximum so that the largest exponent is exp(0) = 1, then normalise."""
+    shifted = scores - scores.amax(dim=dim, keepdim=True)  # (...): every entry <= 0
+    exponentials = torch.exp(shifted)  # (...): in (0, 1], the maximum gives exactly 1
+    return exponentials / exponentials.sum(dim=dim, keepdim=True)  # (...): each slice sums to 1
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Attention weights from ``scores`` (..., q_len, k_len) and a bool ``mask`` (True = may attend).
+
+    Masked scores become the dtype's most negative number (``fill_value``: safe in float16 and
+    bfloat16, where -1e9 overflows), the softmax runs over the keys, and a query row with no key
+    allowed gets all-zero weights (instead of NaN from -inf, or a uniform row from a finite fill).
+    ``mask`` must broadcast to ``scores``; None means every key is allowed.
+    """
+    require_float_tensor("scores", scores, min_dim=2)
+    if mask is not None:
+        mask = broadcast_mask(mask, scores.shape).to(scores.device)
+    return _masked_softmax(scores, mask)
+
+
+def _masked_softmax(scores, mask=None):
+    """Fill the masked scores, softmax over the keys, zero the rows that may attend to nothing."""
+    if mask is None:
+        return torch.softmax(scores, dim=-1)  # (..., q_len, k_len)
+    scores = scores.masked_fill(~mask, fill_value(scores.dtype))  # (..., q_len, k_len), masked -> most negative
+    weights = torch.softmax(scores, dim=-1)  # (..., q_len, k_len), each row sums to 1
+    return _zero_fully_masked_rows(weights, mask)  # (..., q_len, k_len), rows with no allowed key -> 0
 
 
 def scaled_dot_product_attention(
@@ -102,11 +193,7 @@ def _scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
     """The teaching path: every step of softmax(Q K^T / sqrt(d_k)) V written out; returns the weights too."""
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., q_len, k_len)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, fill_value(scores.dtype))  # (..., q_len, k_len), masked -> most negative
-    weights = torch.softmax(scores, dim=-1)  # (..., q_len, k_len), each row sums to 1
-    if mask is not None:
-        weights = _zero_fully_masked_rows(weights, mask)  # (..., q_len, k_len)
+    weights = _masked_softmax(scores, mask)  # (..., q_len, k_len), each row sums to 1 (or is 0: no key allowed)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)  # (..., q_len, k_len)
     return weights @ v, weights  # (..., q_len, d_v), (..., q_len, k_len)

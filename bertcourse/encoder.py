@@ -14,6 +14,10 @@ output before the residual addition, and ``attention_dropout_p`` (``attention_pr
 to the attention weights; both are inactive in ``eval()`` mode. ``dropout_p`` is always a
 probability and ``dropout`` always an ``nn.Dropout``.
 
+``post_ln_layer`` and ``pre_ln_layer`` write the two layouts as functions of their pieces (the
+attention and the feed-forward block as functions, the LayerNorms' parameters), for reading and
+for the exercises of notebook 06.
+
 The constructors check their settings; ``forward`` trusts its caller (``BertModel`` checks its
 input once, at its border) and runs the sub-layers without re-checking anything.
 """
@@ -23,10 +27,78 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validation import require_positive_int, require_probability
+from ._validation import describe, require_float_tensor, require_positive_int, require_probability, require_shape
 from .feedforward import FeedForward
-from .layernorm import LayerNorm
+from .layernorm import LayerNorm, _layer_norm
 from .multihead import MultiHeadAttention
+
+
+def post_ln_layer(
+    x: torch.Tensor,
+    attention,
+    feed_forward,
+    ln1_weight: torch.Tensor,
+    ln1_bias: torch.Tensor,
+    ln2_weight: torch.Tensor,
+    ln2_bias: torch.Tensor,
+    eps: float = 1e-12,
+) -> torch.Tensor:
+    """BERT's encoder layer from its pieces, without dropout: h = LN1(x + attention(x)), LN2(h + feed_forward(h)).
+
+    x: (batch, seq, d_model); ``attention`` and ``feed_forward`` are functions from (batch, seq, d_model)
+    to the same shape (e.g. ``bc.multi_head_attention`` and ``bc.feed_forward`` with their weights bound);
+    ln*_weight, ln*_bias: (d_model,), the LayerNorms' gamma and beta. Returns (batch, seq, d_model).
+    """
+    _check_layer_pieces(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias)
+    return _post_ln_layer(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps)
+
+
+def _post_ln_layer(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    """Each sub-layer adds to the residual stream, and the sum is normalised: LN(x + Sublayer(x))."""
+    h = _layer_norm(x + attention(x), ln1_weight, ln1_bias, eps)  # (batch, seq, d_model)
+    return _layer_norm(h + feed_forward(h), ln2_weight, ln2_bias, eps)  # (batch, seq, d_model)
+
+
+def pre_ln_layer(
+    x: torch.Tensor,
+    attention,
+    feed_forward,
+    ln1_weight: torch.Tensor,
+    ln1_bias: torch.Tensor,
+    ln2_weight: torch.Tensor,
+    ln2_bias: torch.Tensor,
+    eps: float = 1e-12,
+) -> torch.Tensor:
+    """The Pre-LN layer (GPT-2, many tutorials) from the same pieces: h = x + attention(LN1(x)), then
+    h + feed_forward(LN2(h)).
+
+    Arguments as in ``post_ln_layer``. The residual stream itself is never normalised here.
+    """
+    _check_layer_pieces(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias)
+    return _pre_ln_layer(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps)
+
+
+def _pre_ln_layer(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    """Each sub-layer reads a normalised copy and adds to the untouched residual stream: x + Sublayer(LN(x))."""
+    h = x + attention(_layer_norm(x, ln1_weight, ln1_bias, eps))  # (batch, seq, d_model)
+    return h + feed_forward(_layer_norm(h, ln2_weight, ln2_bias, eps))  # (batch, seq, d_model)
+
+
+def _check_layer_pieces(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias):
+    require_float_tensor("x", x, ndim=3)
+    for name, function in (("attention", attention), ("feed_forward", feed_forward)):
+        if not callable(function):
+            raise TypeError(
+                f"`{name}` must be a function of x, (batch, seq, d_model) -> same, got {describe(function)}."
+            )
+    for name, parameter in (
+        ("ln1_weight", ln1_weight),
+        ("ln1_bias", ln1_bias),
+        ("ln2_weight", ln2_weight),
+        ("ln2_bias", ln2_bias),
+    ):
+        require_float_tensor(name, parameter, like=x, like_name="`x`")
+        require_shape(name, parameter, (x.shape[-1],), symbols="(d_model,)")
 
 
 class EncoderLayer(nn.Module):

@@ -19,10 +19,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import can_check_values, describe, require_integer_tensor
+from ._validation import (
+    can_check_values,
+    describe,
+    require_float_tensor,
+    require_integer_tensor,
+    require_shape,
+    require_size,
+)
 from .bert import BertModel, BertModelOutput, init_bert_weights
 from .config import BertConfig
-from .layernorm import LayerNorm
+from .layernorm import LayerNorm, _layer_norm
 from .weights import HFWeightsMixin
 
 IGNORE_INDEX = -100  # a label that takes no part in the loss (Hugging Face's and PyTorch's convention)
@@ -40,8 +47,49 @@ class BertPreTrainingOutput:
     nsp_loss: torch.Tensor | None = None  # ()
 
 
+def mlm_head(
+    hidden: torch.Tensor,
+    dense_weight: torch.Tensor,
+    dense_bias: torch.Tensor,
+    ln_weight: torch.Tensor,
+    ln_bias: torch.Tensor,
+    word_embeddings: torch.Tensor,
+    decoder_bias: torch.Tensor,
+    eps: float = 1e-12,
+) -> torch.Tensor:
+    """The MLM head as a function: LayerNorm(GELU(hidden @ W_d^T + b_d)) @ E^T + b, one score per vocabulary word.
+
+    ``BertMLMHead`` computes the same with its modules (and the fused LayerNorm); this is the formula
+    written out, for reading and for notebook 07's exercise.
+
+    hidden: (..., hidden_size), the encoder's output; dense_weight: (hidden_size, hidden_size) in
+    ``nn.Linear``'s (out, in) layout, dense_bias and the LayerNorm's ln_weight, ln_bias: (hidden_size,);
+    word_embeddings: (vocab, hidden_size), the input embedding table, which is also the decoder
+    (tied); decoder_bias: (vocab,), the decoder's own bias. Returns (..., vocab) logits.
+    """
+    require_float_tensor("hidden", hidden, min_dim=1)
+    d = hidden.shape[-1]
+    require_float_tensor("dense_weight", dense_weight, like=hidden, like_name="`hidden`")
+    require_shape("dense_weight", dense_weight, (d, d), symbols="(hidden_size, hidden_size)")
+    for name, vector in (("dense_bias", dense_bias), ("ln_weight", ln_weight), ("ln_bias", ln_bias)):
+        require_float_tensor(name, vector, like=hidden, like_name="`hidden`")
+        require_shape(name, vector, (d,), symbols="(hidden_size,)")
+    require_float_tensor("word_embeddings", word_embeddings, ndim=2, like=hidden, like_name="`hidden`")
+    require_size("word_embeddings", word_embeddings, 1, d, f"shape (vocab, hidden_size) with hidden_size = {d}")
+    require_float_tensor("decoder_bias", decoder_bias, like=hidden, like_name="`hidden`")
+    require_shape("decoder_bias", decoder_bias, (word_embeddings.shape[0],), symbols="(vocab,)")
+    return _mlm_head(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps)
+
+
+def _mlm_head(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+    """Transform each vector, then score it against every word's input embedding (the tied decoder)."""
+    h = F.gelu(hidden @ dense_weight.T + dense_bias)  # (..., hidden): the dense layer, exact GELU
+    h = _layer_norm(h, ln_weight, ln_bias, eps)  # (..., hidden)
+    return h @ word_embeddings.T + decoder_bias  # (..., hidden) @ (hidden, vocab) -> (..., vocab)
+
+
 class BertMLMHead(nn.Module):
-    """Masked-language-model head: dense -> GELU -> LayerNorm -> tied decoder + bias."""
+    """Masked-language-model head: dense -> GELU -> LayerNorm -> tied decoder + bias (``mlm_head``)."""
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()

@@ -74,6 +74,22 @@ def _mask_from_attention_mask(attention_mask):
     return attention_mask != 0  # (batch, seq) bool
 
 
+def key_padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's 0/1 ``attention_mask`` (batch, seq) -> PyTorch's ``key_padding_mask`` (True = ignore).
+
+    ``nn.MultiheadAttention(key_padding_mask=...)`` and ``nn.TransformerEncoder(src_key_padding_mask=...)``
+    want True at the padding: the opposite of Hugging Face's 1 and of this package's True. Works for
+    0/1 masks of any dtype (long, int, float) and for our boolean masks, wherever the padding sits.
+    """
+    require_mask("attention_mask", attention_mask)
+    return _key_padding_mask(attention_mask)
+
+
+def _key_padding_mask(attention_mask):
+    """0 marks padding, which must be ignored: True."""
+    return attention_mask == 0  # (batch, seq) bool, True = ignore
+
+
 def causal_mask(seq_len: int, device=None) -> torch.Tensor:
     """Causal (look-ahead) mask of shape (seq_len, seq_len): query i may attend to keys 0..i.
 

@@ -21,7 +21,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validation import require_divisible, require_float_tensor, require_probability, require_shape, require_tensor
+from ._validation import (
+    describe,
+    require_divisible,
+    require_float_tensor,
+    require_probability,
+    require_shape,
+    require_tensor,
+)
 from .attention import _fast_attention, _scaled_dot_product_attention
 from .masks import broadcast_mask
 
@@ -55,6 +62,29 @@ def _merge_heads(x):
     batch, heads, seq, d_head = x.shape
     tokens_first = x.transpose(1, 2)  # (batch, seq, heads, d_head)
     return tokens_first.reshape(batch, seq, heads * d_head)  # (batch, seq, d_model)
+
+
+def split_fused_qkv(qkv: torch.Tensor, num_heads: int):
+    """A fused projection ``x @ [W_Q | W_K | W_V]`` (batch, seq, 3 * d_model) -> q, k, v by heads.
+
+    One matrix product computes all three projections (``nn.MultiheadAttention``'s ``in_proj_weight``
+    and nanoGPT's ``c_attn`` are such a fused matrix); its output holds Q, K and V side by side along
+    the features. Returns (q, k, v), each (batch, num_heads, seq, d_head) with
+    d_head = d_model // num_heads, as ``split_heads`` gives them.
+    """
+    require_float_tensor("qkv", qkv, ndim=3)
+    if qkv.shape[-1] % 3:
+        raise ValueError(
+            f"`qkv` must hold Q, K and V side by side, so its last size must be 3 * d_model, got {describe(qkv)}."
+        )
+    require_divisible(qkv.shape[-1] // 3, num_heads)
+    return _split_fused_qkv(qkv, num_heads)
+
+
+def _split_fused_qkv(qkv, num_heads):
+    """Cut the features into Q, K and V first, then each of them into heads."""
+    q, k, v = qkv.chunk(3, dim=-1)  # 3 x (batch, seq, d_model)
+    return _split_heads(q, num_heads), _split_heads(k, num_heads), _split_heads(v, num_heads)  # 3 x (b, h, s, d_head)
 
 
 def multi_head_attention(

@@ -1,4 +1,5 @@
-"""Exercises of notebooks 01 and 02: ``qkv_projection``, ``attention_scores``, ``scaled_dot_product_attention``.
+"""Exercises of notebooks 01 and 02: ``qkv_projection``, ``qkv_from_linear``, ``attention_scores``,
+``scaled_dot_product_attention`` and ``stable_softmax``.
 
 ``_softmax_attend``, the shared tail of the wrong attentions, serves notebook 05's mistakes too.
 """
@@ -9,7 +10,13 @@ import math
 
 import torch
 
-from ..attention import attention_scores, qkv_projection, scaled_dot_product_attention
+from ..attention import (
+    attention_scores,
+    qkv_from_linear,
+    qkv_projection,
+    scaled_dot_product_attention,
+    stable_softmax,
+)
 from ..masks import padding_mask
 from .random_inputs import _randn, _weights
 from .records import Case, Exercise, Mistake
@@ -58,7 +65,7 @@ QKV_PROJECTION = Exercise(
     reference=qkv_projection,
     prompt="your function receives `x` (..., seq, d_model) and three matrices `w_q`, `w_k` (d_model, d_k) "
     "and `w_v` (d_model, d_v); it returns the tuple `(q, k, v)` with `q = x @ w_q` and so on.",
-    start="`q = x @ w_q`, then the same for `k` and `v`.",
+    start="each of the three is one matrix product of `x` with its own matrix.",
     make_cases=_qkv_cases,
     outputs=("q", "k", "v"),
     axes={name: ("token rows", "feature columns") for name in ("q", "k", "v")},
@@ -84,6 +91,93 @@ QKV_PROJECTION = Exercise(
             "one matrix used for all three projections",
             "each projection has its own matrix: `x @ w_q`, `x @ w_k`, `x @ w_v`.",
             _qkv_one_weight_for_all,
+        ),
+    ),
+)
+
+
+# --- 01: Q, K, V from nn.Linear -------------------------------------------------------------
+
+
+def _linear_cases(g):
+    return [
+        Case(
+            "one sentence of 5 tokens, d_model 8, d_k 4, d_v 6",
+            (_randn(g, 5, 8), *_linear_weights(g, 8, 4, 6)),
+            ("unbatched", "non-square"),
+        ),
+        Case("a batch of 2 sentences", (_randn(g, 2, 5, 8), *_linear_weights(g, 8, 4, 6)), ("batched", "non-square")),
+        Case(
+            "square weights, d_model = d_k = d_v = 6 (a transpose too few still runs)",
+            (_randn(g, 2, 3, 6), *_linear_weights(g, 6, 6, 6)),
+            ("batched", "square"),
+        ),
+        Case(
+            "float16: a batch of 2, d_model 8, d_k = d_v = 4",
+            tuple(t.half() for t in (_randn(g, 2, 3, 8), *_linear_weights(g, 8, 4, 4))),
+            ("batched", "float16", "non-square"),
+        ),
+    ]
+
+
+def _linear_weights(g, d_model, d_k, d_v):
+    """w_q, b_q, w_k, b_k, w_v, b_v in nn.Linear's (out, in) layout."""
+    w_q, w_k, w_v = (_weights(g, d_model, d).T.contiguous() for d in (d_k, d_k, d_v))
+    return w_q, _randn(g, d_k), w_k, _randn(g, d_k), w_v, _randn(g, d_v)
+
+
+def _linear_not_transposed(x, w_q, b_q, w_k, b_k, w_v, b_v):
+    return x @ w_q + b_q, x @ w_k + b_k, x @ w_v + b_v
+
+
+def _linear_no_biases(x, w_q, b_q, w_k, b_k, w_v, b_v):
+    return x @ w_q.T, x @ w_k.T, x @ w_v.T
+
+
+def _linear_weight_on_the_left(x, w_q, b_q, w_k, b_k, w_v, b_v):
+    return (w_q @ x.mT).mT + b_q, (w_k @ x.mT).mT + b_k, (w_v @ x.mT).mT + b_v
+
+
+def _linear_biases_swapped(x, w_q, b_q, w_k, b_k, w_v, b_v):
+    return x @ w_q.T + b_k, x @ w_k.T + b_q, x @ w_v.T + b_v
+
+
+def _linear_2d_transpose(x, w_q, b_q, w_k, b_k, w_v, b_v):
+    return tuple(w @ x.T + b[:, None] for w, b in ((w_q, b_q), (w_k, b_k), (w_v, b_v)))  # (d, seq): x.T
+
+
+QKV_FROM_LINEAR = Exercise(
+    name="qkv_from_linear",
+    reference=qkv_from_linear,
+    prompt="your function receives `x` (..., seq, d_model) and the `.weight` and `.bias` of three `nn.Linear` "
+    "layers: `w_q`, `b_q`, `w_k`, `b_k`, `w_v`, `b_v`, each weight in nn.Linear's (out, in) layout, (d_k, d_model) "
+    "or (d_v, d_model); it returns `(q, k, v)` exactly as the three layers would compute them.",
+    start="nn.Linear stores its weight as (out, in): decide on which side of `x` it goes, in which orientation.",
+    make_cases=_linear_cases,
+    outputs=("q", "k", "v"),
+    axes={name: ("token rows", "feature columns") for name in ("q", "k", "v")},
+    notebook="01",
+    mistakes=(
+        Mistake(
+            "the weights used as they are stored, without a transpose",
+            "nn.Linear keeps W as (out, in) and computes `x @ W.T + b`; `x @ W` only runs when W is square, "
+            "and then gives the wrong numbers.",
+            _linear_not_transposed,
+        ),
+        Mistake(
+            "the biases left out",
+            "each nn.Linear adds its bias after the product: `x @ w.T + b`.",
+            _linear_no_biases,
+        ),
+        Mistake(
+            "the result transposed: (features, tokens)",
+            "keep the tokens as rows: `x @ w.T` gives (..., seq, d_k); `w @ x.T` gives its transpose.",
+            _linear_2d_transpose,
+        ),
+        Mistake(
+            "the query and key biases swapped",
+            "each projection adds its own bias: `b_q` to the queries, `b_k` to the keys.",
+            _linear_biases_swapped,
         ),
     ),
 )
@@ -148,7 +242,8 @@ ATTENTION_SCORES = Exercise(
     reference=attention_scores,
     prompt="your function receives queries `q` (..., q_len, d_k) and keys `k` (..., k_len, d_k); it returns "
     "the raw scores `q @ kᵀ` of shape (..., q_len, k_len), without any scaling.",
-    start="`k.transpose(-2, -1)` swaps the last two axes of `k`.",
+    start="each score is the dot product of one query with one key; count the axes from the end, so that batch "
+    "and head axes in front pass through.",
     make_cases=_scores_cases,
     axes={"": ("query rows", "key columns")},
     notebook="01",
@@ -375,12 +470,12 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
     "optional boolean `mask` that broadcasts to (..., q_len, k_len), True = may attend; it returns the tuple "
     "`(output, weights)`: `weights = softmax(q @ kᵀ / √d_k)` over the keys (masked keys get weight 0), "
     "shape (..., q_len, k_len), and `output = weights @ v`, shape (..., q_len, d_v).",
-    start="`scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])`.",
+    start="the raw scores of notebook 01 first; then the scale, which depends on the width of one query.",
     make_cases=_sdpa_cases,
     outputs=("output", "weights"),
     axes={"output": ("query rows", "feature columns"), "weights": ("query rows", "key columns")},
     notebook="02",
-    extra_solution=("_zero_fully_masked_rows",),
+    extra_solution=("_masked_softmax", "_zero_fully_masked_rows"),
     mistakes=(
         Mistake(
             "no scaling",
@@ -490,6 +585,144 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
             "the attention computed in float32 whatever the inputs",
             "keep the inputs' dtype: float16 and bfloat16 inputs expect outputs of the same dtype (no `.float()`).",
             _sdpa_computed_in_float32,
+        ),
+    ),
+)
+
+
+# --- 02: a numerically stable softmax ---------------------------------------------------------
+
+
+def _softmax_cases(g):
+    spread = torch.tensor([[1000.0, 999.0, 990.0, 0.0], [-1000.0, -1001.0, -1003.0, -1010.0]])  # (2, 4)
+    return [
+        Case("scores of about 1, 3 rows of 5", (_randn(g, 3, 5),), ("defaults", "non-square")),
+        Case(
+            "scores of 1000 and of -1000, in rows far apart (a shared shift underflows one of them)",
+            (spread,),
+            ("defaults", "non-square"),
+        ),
+        Case(
+            "a batch of 2 x 2 heads, scores of about 100, dim=-1",
+            (_randn(g, 2, 2, 3, 6, scale=100.0), -1),
+            ("batched",),
+        ),
+        Case(
+            "softmax down the columns: 4 rows of 3, scores of about 500, dim=0", (_randn(g, 4, 3, scale=500.0), 0), ()
+        ),
+        Case(
+            "a square batch, softmax over dim=1: (3, 3, 3), scores of about 50",
+            (_randn(g, 3, 3, 3, scale=50.0), 1),
+            ("batched", "square"),
+        ),
+        Case(
+            "float16 scores of about 30 (exp(12) already overflows float16)",
+            (_randn(g, 2, 6, scale=30.0).half(),),
+            ("float16", "defaults"),
+        ),
+        Case(
+            "masked keys at -inf in a row of 4",
+            (torch.tensor([[0.5, -math.inf, 2.0, -math.inf]]),),
+            ("masked", "defaults"),
+        ),
+    ]
+
+
+def _softmax_naive(scores, dim=-1):
+    exponentials = torch.exp(scores)
+    return exponentials / exponentials.sum(dim=dim, keepdim=True)
+
+
+def _softmax_global_max(scores, dim=-1):
+    exponentials = torch.exp(scores - scores.max())
+    return exponentials / exponentials.sum(dim=dim, keepdim=True)
+
+
+def _softmax_max_over_last_axis(scores, dim=-1):
+    exponentials = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return exponentials / exponentials.sum(dim=dim, keepdim=True)
+
+
+def _softmax_dim_ignored(scores, dim=-1):
+    exponentials = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return exponentials / exponentials.sum(dim=-1, keepdim=True)
+
+
+def _softmax_mean_subtracted(scores, dim=-1):
+    exponentials = torch.exp(scores - scores.mean(dim=dim, keepdim=True))
+    return exponentials / exponentials.sum(dim=dim, keepdim=True)
+
+
+def _softmax_divided_by_max(scores, dim=-1):
+    exponentials = torch.exp(scores / scores.amax(dim=dim, keepdim=True))
+    return exponentials / exponentials.sum(dim=dim, keepdim=True)
+
+
+def _softmax_log(scores, dim=-1):
+    shifted = scores - scores.amax(dim=dim, keepdim=True)
+    return shifted - torch.log(torch.exp(shifted).sum(dim=dim, keepdim=True))
+
+
+def _softmax_in_float32(scores, dim=-1):
+    scores = scores.float()
+    exponentials = torch.exp(scores - scores.amax(dim=dim, keepdim=True))
+    return exponentials / exponentials.sum(dim=dim, keepdim=True)
+
+
+STABLE_SOFTMAX = Exercise(
+    name="stable_softmax",
+    reference=stable_softmax,
+    prompt="your function receives `scores`, a float tensor of any shape, and an axis `dim` (default -1); it "
+    "returns the softmax along `dim`, exp(s) / sum exp(s), the same shape and dtype as `scores`, without "
+    "overflowing or dividing 0 by 0 for scores as large as 1000 (or 30 in float16). Do not use `torch.softmax`.",
+    start="find each slice's largest score along `dim` first, and keep its axis so that it broadcasts.",
+    make_cases=_softmax_cases,
+    notebook="02",
+    atol=1e-6,
+    rtol=1e-5,
+    mistakes=(
+        Mistake(
+            "exp of the raw scores",
+            "exp(1000) is inf in float32 (and exp(12) in float16), and inf / inf is NaN: subtract each slice's "
+            "maximum first; the factor exp(-max) cancels between the top and the bottom of the fraction.",
+            _softmax_naive,
+        ),
+        Mistake(
+            "one maximum for the whole tensor",
+            "subtract the maximum of each slice along `dim` (`scores.amax(dim=dim, keepdim=True)`): a single "
+            "global maximum leaves a row far below it with exp(-2000) = 0 everywhere, and 0 / 0.",
+            _softmax_global_max,
+        ),
+        Mistake(
+            "the maximum taken over the last axis whatever `dim` is",
+            "take the maximum along the same `dim` as the sum.",
+            _softmax_max_over_last_axis,
+        ),
+        Mistake(
+            "`dim` ignored",
+            "the softmax runs along `dim`, which is not always the last axis: use it for the maximum and the sum.",
+            _softmax_dim_ignored,
+        ),
+        Mistake(
+            "the mean subtracted instead of the maximum",
+            "with the mean, the largest score can still sit hundreds above the shift and overflow; only the "
+            "maximum makes every exponent <= 0.",
+            _softmax_mean_subtracted,
+        ),
+        Mistake(
+            "the scores divided by their maximum",
+            "shifting (subtracting) leaves softmax unchanged; dividing changes it. Subtract the maximum.",
+            _softmax_divided_by_max,
+        ),
+        Mistake(
+            "the log-softmax",
+            "return the probabilities themselves, exp(shifted) / sum, not their logarithm.",
+            _softmax_log,
+        ),
+        Mistake(
+            "the softmax computed in float32 whatever the input",
+            "return the input's dtype: float16 scores expect float16 weights.",
+            _softmax_in_float32,
         ),
     ),
 )

@@ -1,8 +1,10 @@
-"""Exercises of notebook 07: ``bert_embeddings`` and ``count_parameters``.
+"""Exercises of notebook 07: ``bert_embeddings``, ``mlm_head``, ``hf_to_ours`` and ``count_parameters``.
 
 Each embedding mistake leaves out, replaces or shifts one of the three summed tables, or skips the
 LayerNorm; each counting mistake leaves out or miscounts one part of the model (biases, LayerNorms,
-the pooler, the segment table, the layers, the feed-forward width).
+the pooler, the segment table, the layers, the feed-forward width). The MLM head's mistakes reorder or
+drop its steps or untie its decoder; the renaming mistakes are the string slips of a hand-written
+rename table (the ``bert.`` prefix, old LayerNorm names, the two LayerNorms of a layer confused).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import torch.nn.functional as F
 from ..config import BertConfig
 from ..counting import count_parameters, parameter_breakdown
 from ..embeddings import bert_embeddings
+from ..heads import mlm_head
 from ..layernorm import layer_norm
 from ..positional import sinusoidal_position_encoding
+from ..weights import hf_to_ours
 from .diagnosis import is_int
 from .random_inputs import _ln_params, _randn
 from .records import Case, Exercise, Mistake
@@ -134,7 +138,7 @@ BERT_EMBEDDINGS = Exercise(
     "`token_type_embeddings` (types, hidden), LayerNorm `ln_weight`, `ln_bias` (hidden,) and `eps`; it "
     "returns (batch, seq, hidden): LayerNorm(word[input_ids] + position[0 ... seq-1] + "
     "token_type[token_type_ids]).",
-    start="look up the token vectors with `word_embeddings[input_ids]`.",
+    start="one row of the word table per token id, first.",
     make_cases=_embedding_cases,
     axes={"": ("batch", "token rows", "feature columns")},
     notebook="07",
@@ -325,6 +329,307 @@ COUNT_PARAMETERS = Exercise(
             "one LayerNorm per layer instead of two",
             "a Post-LN layer normalises twice: after the attention block and after the feed-forward block.",
             _count_one_layer_norm_per_layer,
+        ),
+    ),
+)
+
+
+# --- the MLM head, its decoder tied to the word embeddings -------------------------------------
+
+
+def _mlm_cases(g):
+    return [
+        Case("batch of 2, 3 tokens, hidden 8, vocabulary 11", _mlm_args(g, (2, 3), 8, 11, eps=1e-12), ("batched",)),
+        Case("one sentence of 4 tokens, hidden 6, vocabulary 9", _mlm_args(g, (4,), 6, 9, eps=1e-12), ("unbatched",)),
+        Case("a large eps = 0.5, hidden 4, vocabulary 5", _mlm_args(g, (2, 2), 4, 5, eps=0.5), ("batched",)),
+        Case(
+            "eps left out, so it is BERT's 1e-12: tiny dense weights (about 0.001)",
+            _mlm_args(g, (2, 3), 4, 7, eps=None, dense_scale=0.001),
+            ("batched", "defaults"),
+        ),
+    ]
+
+
+def _mlm_args(g, leading, hidden, vocab, eps, dense_scale=1.0):
+    """hidden states, dense weight (out, in) and bias, LayerNorm gamma and beta, word table, decoder bias (, eps)."""
+    args = (
+        _randn(g, *leading, hidden),
+        _randn(g, hidden, hidden, scale=dense_scale / hidden**0.5),
+        _randn(g, hidden, scale=dense_scale),
+        *_ln_params(g, hidden),
+        _randn(g, vocab, hidden),
+        _randn(g, vocab),
+    )
+    return args if eps is None else (*args, eps)
+
+
+def _mlm_no_gelu(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+    h = layer_norm(hidden @ dense_weight.T + dense_bias, ln_weight, ln_bias, eps)
+    return h @ word_embeddings.T + decoder_bias
+
+
+def _mlm_relu(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+    h = layer_norm(torch.relu(hidden @ dense_weight.T + dense_bias), ln_weight, ln_bias, eps)
+    return h @ word_embeddings.T + decoder_bias
+
+
+def _mlm_norm_before_gelu(
+    hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12
+):
+    h = F.gelu(layer_norm(hidden @ dense_weight.T + dense_bias, ln_weight, ln_bias, eps))
+    return h @ word_embeddings.T + decoder_bias
+
+
+def _mlm_no_layer_norm(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+    return F.gelu(hidden @ dense_weight.T + dense_bias) @ word_embeddings.T + decoder_bias
+
+
+def _mlm_no_decoder_bias(
+    hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12
+):
+    h = layer_norm(F.gelu(hidden @ dense_weight.T + dense_bias), ln_weight, ln_bias, eps)
+    return h @ word_embeddings.T
+
+
+def _mlm_dense_not_transposed(
+    hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12
+):
+    h = layer_norm(F.gelu(hidden @ dense_weight + dense_bias), ln_weight, ln_bias, eps)
+    return h @ word_embeddings.T + decoder_bias
+
+
+def _mlm_no_transform(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+    return hidden @ word_embeddings.T + decoder_bias
+
+
+def _mlm_softmax(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+    h = layer_norm(F.gelu(hidden @ dense_weight.T + dense_bias), ln_weight, ln_bias, eps)
+    return torch.softmax(h @ word_embeddings.T + decoder_bias, dim=-1)
+
+
+def _mlm_default_eps(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+    h = F.gelu(hidden @ dense_weight.T + dense_bias)
+    return F.layer_norm(h, h.shape[-1:], ln_weight, ln_bias) @ word_embeddings.T + decoder_bias
+
+
+MLM_HEAD = Exercise(
+    name="mlm_head",
+    reference=mlm_head,
+    prompt="your function receives the encoder's output `hidden` (..., hidden_size); the MLM head's dense layer "
+    "`dense_weight` (hidden_size, hidden_size) in nn.Linear's (out, in) layout and `dense_bias`; its LayerNorm's "
+    "`ln_weight` and `ln_bias`; the word-embedding table `word_embeddings` (vocab, hidden_size), which is also the "
+    "decoder's weight (tied); the decoder's own `decoder_bias` (vocab,); and `eps` (default 1e-12). It returns "
+    "the logits (..., vocab): dense -> exact GELU -> LayerNorm -> decoder.",
+    start="the dense layer is an nn.Linear (weight (out, in)); the decoder is the word table itself.",
+    make_cases=_mlm_cases,
+    axes={"": ("token rows", "vocabulary columns")},
+    notebook="07",
+    mistakes=(
+        Mistake(
+            "no GELU",
+            "the head transforms with dense -> GELU -> LayerNorm; the GELU sits between the dense layer and the norm.",
+            _mlm_no_gelu,
+        ),
+        Mistake(
+            "ReLU instead of GELU",
+            "BERT's head uses the exact GELU, `F.gelu`.",
+            _mlm_relu,
+        ),
+        Mistake(
+            "the LayerNorm before the GELU",
+            "the order is dense -> GELU -> LayerNorm, then the decoder.",
+            _mlm_norm_before_gelu,
+        ),
+        Mistake(
+            "no LayerNorm",
+            "the transform ends with its own LayerNorm, `ln_weight` and `ln_bias`, before the decoder.",
+            _mlm_no_layer_norm,
+        ),
+        Mistake(
+            "the decoder's bias left out",
+            "the decoder shares its weight with the word embeddings but has a bias of its own: `+ decoder_bias`.",
+            _mlm_no_decoder_bias,
+        ),
+        Mistake(
+            "the dense weight used without a transpose",
+            "nn.Linear computes `x @ W.T + b` with W stored as (out, in); with a square W, `x @ W` runs and is wrong.",
+            _mlm_dense_not_transposed,
+        ),
+        Mistake(
+            "the transform skipped",
+            "the encoder's output goes through dense -> GELU -> LayerNorm before the decoder scores it against the "
+            "word table.",
+            _mlm_no_transform,
+        ),
+        Mistake(
+            "probabilities instead of logits",
+            "return the scores before any softmax: the loss (`F.cross_entropy`) applies its own log-softmax.",
+            _mlm_softmax,
+        ),
+        Mistake(
+            "PyTorch's default LayerNorm eps",
+            "pass `eps` on to the LayerNorm: BERT's is 1e-12, `F.layer_norm`'s default 1e-5.",
+            _mlm_default_eps,
+        ),
+    ),
+)
+
+
+# --- Hugging Face's weight names onto ours -----------------------------------------------------
+
+
+_HF_KEYS = (
+    ("embeddings.word_embeddings.weight", (), ()),
+    ("embeddings.LayerNorm.weight", (), ()),
+    ("encoder.layer.0.attention.self.query.weight", (), ()),
+    ("encoder.layer.3.attention.output.dense.bias", (), ()),
+    ("encoder.layer.3.attention.output.LayerNorm.weight", (), ()),
+    ("encoder.layer.11.intermediate.dense.weight", (), ("two-digit layer",)),
+    ("encoder.layer.2.output.dense.weight", (), ()),
+    ("encoder.layer.10.output.LayerNorm.bias", (), ("two-digit layer",)),
+    ("bert.encoder.layer.1.attention.self.value.bias", (), ("prefixed",)),
+    ("embeddings.LayerNorm.gamma", (), ("old name",)),
+    ("encoder.layer.5.attention.output.LayerNorm.beta", (), ("old name",)),
+    ("pooler.dense.weight", (True,), ("into a model with a head",)),
+    ("bert.encoder.layer.4.attention.self.key.weight", (True,), ("prefixed", "into a model with a head")),
+    ("embeddings.position_ids", (), ("derived",)),
+    ("cls.predictions.decoder.weight", (), ("derived",)),
+    ("cls.predictions.transform.dense.weight", (), ("head",)),
+    ("cls.predictions.bias", (), ("head",)),
+    ("cls.seq_relationship.weight", (True,), ("head", "into a model with a head")),
+)
+
+
+def _rename_cases(g):
+    return [
+        Case(
+            f"{key!r}{', prefixed=True' if extra else ''}{' (' + ', '.join(notes) + ')' if notes else ''}",
+            (key, *extra),
+            () if extra else ("defaults",),
+        )
+        for key, extra, notes in _HF_KEYS
+    ]
+
+
+_OURS = (
+    ("embeddings.LayerNorm.", "embeddings.layer_norm."),
+    (".attention.self.", ".attention."),
+    (".attention.output.dense.", ".attention.output."),
+    (".attention.output.LayerNorm.", ".attention_norm."),
+    (".intermediate.dense.", ".feed_forward.intermediate."),
+    (".output.dense.", ".feed_forward.output."),
+    (".output.LayerNorm.", ".output_norm."),
+    ("cls.predictions.transform.dense.", "mlm.dense."),
+    ("cls.predictions.transform.LayerNorm.", "mlm.layer_norm."),
+    ("cls.predictions.bias", "mlm.bias"),
+    ("cls.seq_relationship.", "nsp."),
+)
+_DERIVED = {"embeddings.position_ids", "cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
+
+
+def _by_table(key, prefixed=False, table=_OURS, strip_prefix=True, modern=True, derived=True, layers=True):
+    """A hand-written rename with switches for the slips below."""
+    if strip_prefix:
+        key = key.removeprefix("bert.")
+    if modern and key.endswith(".gamma"):
+        key = key[: -len("gamma")] + "weight"
+    if modern and key.endswith(".beta"):
+        key = key[: -len("beta")] + "bias"
+    if derived and key in _DERIVED:
+        return None
+    head = key.startswith("cls.")
+    if layers:
+        key = key.replace("encoder.layer.", "encoder.layers.")
+    for hf, ours in table:
+        if hf in key:
+            key = key.replace(hf, ours)
+            break
+    return "bert." + key if prefixed and not head else key
+
+
+def _rename_prefix_kept(key, prefixed=False):
+    return _by_table(key, prefixed, strip_prefix=False)
+
+
+def _rename_old_names_kept(key, prefixed=False):
+    return _by_table(key, prefixed, modern=False)
+
+
+def _rename_derived_kept(key, prefixed=False):
+    return _by_table(key, prefixed, derived=False)
+
+
+def _rename_prefixed_ignored(key, prefixed=False):
+    return _by_table(key, False)
+
+
+def _rename_layer_kept(key, prefixed=False):
+    return _by_table(key, prefixed, layers=False)
+
+
+def _rename_output_norm_first(key, prefixed=False):
+    order = sorted(_OURS, key=lambda pair: pair[0] != ".output.LayerNorm.")  # the shorter pattern tried first
+    return _by_table(key, prefixed, table=order)
+
+
+def _rename_head_prefixed(key, prefixed=False):
+    renamed = _by_table(key, False)
+    return None if renamed is None else ("bert." + renamed if prefixed else renamed)
+
+
+HF_TO_OURS = Exercise(
+    name="hf_to_ours",
+    reference=hf_to_ours,
+    prompt="your function receives one weight name `key` of a Hugging Face BERT checkpoint and a flag "
+    "`prefixed` (default False: the model we load into is a bare BertModel; True: it keeps its encoder under "
+    "`bert.`, as BertForPreTraining does); it returns our name for that weight, or None for a key that is "
+    "derived from other weights (the `embeddings.position_ids` buffer and the tied decoder). Keys may carry "
+    "Hugging Face's own `bert.` prefix and the old LayerNorm names `gamma`/`beta`. The table of names is in the "
+    "notebook; `cls.` keys belong to the pretraining heads, which sit outside `bert.`.",
+    start="take the prefix off and modernise the LayerNorm names first; then rename, longest patterns first.",
+    make_cases=_rename_cases,
+    core="hf_to_ours",
+    extra_solution=("rename", "_modern_key"),
+    notebook="07",
+    mistakes=(
+        Mistake(
+            "Hugging Face's `bert.` prefix kept",
+            "a checkpoint of BertForPreTraining names its encoder weights `bert.encoder...`: remove that prefix "
+            "before renaming (and add ours back only when `prefixed`).",
+            _rename_prefix_kept,
+        ),
+        Mistake(
+            "the old names `gamma` and `beta` kept",
+            "old checkpoints call a LayerNorm's weight `gamma` and its bias `beta`: rename them to `weight` and "
+            "`bias` first.",
+            _rename_old_names_kept,
+        ),
+        Mistake(
+            "derived keys renamed instead of skipped",
+            "`embeddings.position_ids` is a buffer and `cls.predictions.decoder.*` is the word table again (tied): "
+            "no weight of ours corresponds, so return None.",
+            _rename_derived_kept,
+        ),
+        Mistake(
+            "`prefixed` ignored",
+            "with `prefixed=True` the encoder's weights live under `bert.` in our model too: `bert.encoder.layers...`.",
+            _rename_prefixed_ignored,
+        ),
+        Mistake(
+            "`encoder.layer.` left as it is",
+            "our stack is `encoder.layers.{i}` (an nn.ModuleList called `layers`), Hugging Face's `encoder.layer.{i}`.",
+            _rename_layer_kept,
+        ),
+        Mistake(
+            "the feed-forward LayerNorm's pattern tried before the attention's",
+            "`.output.LayerNorm.` is also part of `.attention.output.LayerNorm.`: try the longer pattern first, or "
+            "the attention's LayerNorm becomes `output_norm`.",
+            _rename_output_norm_first,
+        ),
+        Mistake(
+            "the heads put under `bert.` too",
+            "only the encoder moves under `bert.`; the pretraining heads are `mlm.` and `nsp.` beside it.",
+            _rename_head_prefixed,
         ),
     ),
 )

@@ -260,6 +260,8 @@ def same_value(exercise, value, other) -> bool:
         atol, rtol = tolerance(exercise, other.dtype)
         a, b = value.detach().cpu().double(), other.detach().cpu().double()
         return bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
+    if other is None or isinstance(other, str):
+        return type(value) is type(other) and value == other
     return is_int(value) and int(value) == other
 
 
@@ -534,6 +536,16 @@ def _where(bad: torch.Tensor, axes) -> str:
 # --- other values -----------------------------------------------------------------------------
 
 
+def text_problem(subject: str, value, expected: str | None) -> str | None:
+    """What is wrong with a returned name (a str, or None for "no such thing")."""
+    if type(value) is type(expected) and value == expected:
+        return None
+    shown = repr(value) if isinstance(value, str) or value is None else kind(value)
+    if isinstance(value, str) and len(shown) > 100:
+        shown = shown[:97] + "..."
+    return f"{subject} is {shown}; expected {expected!r}."
+
+
 def count_problem(value, expected: int) -> str | None:
     if isinstance(value, torch.Tensor):
         return "Your count is a tensor; return a Python int (`.item()` converts a one-element tensor)."
@@ -601,6 +613,11 @@ _TAG_HINTS = (
         "so that the same code works for one sentence.",
     ),
     (
+        "odd",
+        "a size is odd",
+        "an odd size leaves one element without a partner: work out how many of each kind there are.",
+    ),
+    (
         "non-square",
         "the sizes differ",
         "an axis swapped or a transpose missing shows only when the sizes differ: check which axis is which.",
@@ -641,6 +658,10 @@ def describe_input(value) -> str:
         return f"{tuple(value.shape)}" + dtype.get(value.dtype, "")
     if isinstance(value, (int, float)):
         return f"= {value!r}"
+    if isinstance(value, str):
+        return f"= {value!r}"
+    if callable(value):
+        return "= a function"
     return f"= a {type(value).__name__}"
 
 

@@ -158,7 +158,7 @@ def _item_problem(exercise: Exercise, case: Case, subject: str, value, expected,
     elif isinstance(expected, int):
         problem = diagnosis.count_problem(value, expected)
     else:
-        problem = None if type(value) is type(expected) and value == expected else f"{subject} is not the answer."
+        problem = diagnosis.text_problem(subject, value, expected)
     if problem and exercise.explain is not None:
         extra = exercise.explain(case, value, expected)
         if extra:

@@ -1,16 +1,24 @@
-"""Exercises of notebook 06: ``layer_norm`` and ``feed_forward``.
+"""Exercises of notebook 06: ``layer_norm``, ``feed_forward``, ``post_ln_layer`` and ``pre_ln_layer``.
 
 The cases tell close variants apart: a large eps shows where eps goes, and an identity feed-forward
-on -4 ... 4 shows the activation itself, exact GELU against ReLU and GELU's tanh approximation.
+on -4 ... 4 shows the activation itself, exact GELU against ReLU and GELU's tanh approximation. The
+encoder layers get their sub-layers as functions (the package's multi-head attention and
+feed-forward block with random weights bound), so every mistake is one of arrangement: where the
+residual is added, what is normalised, which LayerNorm is which.
 """
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
+from ..encoder import post_ln_layer, pre_ln_layer
 from ..feedforward import feed_forward, gelu
 from ..layernorm import layer_norm
+from ..masks import padding_mask
+from ..multihead import multi_head_attention
 from .random_inputs import _ln_params, _randn, _weights
 from .records import Case, Exercise, Mistake
 
@@ -94,7 +102,7 @@ LAYER_NORM = Exercise(
     prompt="your function receives `x` (..., d), `weight` (gamma) and `bias` (beta) of shape (d,) and a float "
     "`eps`; it returns (..., d): each vector normalised over its own d features to mean 0 and variance 1 "
     "(biased variance, eps inside the square root), times `weight`, plus `bias`.",
-    start="`mean = x.mean(dim=-1, keepdim=True)`.",
+    start="each vector's mean over its own features, the last axis, first.",
     make_cases=_layer_norm_cases,
     axes={"": ("token rows", "feature columns")},
     notebook="06",
@@ -210,7 +218,7 @@ FEED_FORWARD = Exercise(
     prompt="your function receives `x` (..., d_model), `w1` (d_model, d_ff), `b1` (d_ff,), `w2` "
     "(d_ff, d_model), `b2` (d_model,); it returns `GELU(x @ w1 + b1) @ w2 + b2`, shape (..., d_model), "
     "with the exact (erf) GELU.",
-    start="`hidden = x @ w1 + b1`, then the exact GELU `torch.nn.functional.gelu(hidden)`.",
+    start="the first linear map with its bias, then the activation BERT uses.",
     make_cases=_ffn_cases,
     axes={"": ("token rows", "feature columns")},
     notebook="06",
@@ -252,6 +260,246 @@ FEED_FORWARD = Exercise(
             "w1 and w2 used as each other's transposes",
             "`w1` is (d_model, d_ff) and goes first, `x @ w1`; `w2` is (d_ff, d_model) and comes second.",
             _ffn_weights_transposed,
+        ),
+    ),
+)
+
+
+# --- one encoder layer from its pieces, Post-LN and Pre-LN -------------------------------------
+
+
+def _layer_cases(g):
+    return [
+        Case(
+            "batch of 2, 5 tokens, d_model 8, 2 heads, eps 1e-12", _layer_args(g, 2, 5, 8, 2, eps=1e-12), ("batched",)
+        ),
+        Case(
+            "one sentence of 4 tokens, d_model 6, 3 heads, the attention masks padding (length 3), eps 1e-12",
+            _layer_args(g, 1, 4, 6, 3, eps=1e-12, lengths=[3]),
+            ("masked",),
+        ),
+        Case(
+            "a large eps = 0.5, so where each LayerNorm sits shows", _layer_args(g, 2, 3, 4, 2, eps=0.5), ("batched",)
+        ),
+        Case(
+            "eps left out, so it is BERT's 1e-12: tiny inputs (about 0.003)",
+            _layer_args(g, 2, 3, 4, 1, eps=None, scale=0.003),
+            ("batched", "defaults"),
+        ),
+    ]
+
+
+def _layer_args(g, batch, seq, d_model, heads, eps, lengths=None, scale=1.0):
+    """x, attention, feed_forward, ln1 gamma and beta, ln2 gamma and beta (and eps, unless it is left out)."""
+    mask = None if lengths is None else padding_mask(torch.tensor(lengths), seq)[:, None, None, :]
+    w_q, w_k, w_v, w_o = (_weights(g, d_model, d_model) * scale for _ in range(4))
+    attention = functools.partial(multi_head_attention, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, num_heads=heads, mask=mask)
+    w1, w2 = _weights(g, d_model, 2 * d_model) * scale, _weights(g, 2 * d_model, d_model) * scale
+    ffn = functools.partial(
+        feed_forward, w1=w1, b1=_randn(g, 2 * d_model, scale=scale), w2=w2, b2=_randn(g, d_model, scale=scale)
+    )
+    args = (
+        _randn(g, batch, seq, d_model, scale=scale),
+        attention,
+        ffn,
+        *_ln_params(g, d_model),
+        *_ln_params(g, d_model),
+    )
+    return args if eps is None else (*args, eps)
+
+
+def _ln(x, weight, bias, eps):
+    return layer_norm(x, weight, bias, eps)
+
+
+def _post_as_pre(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = x + attention(_ln(x, ln1_weight, ln1_bias, eps))
+    return h + feed_forward(_ln(h, ln2_weight, ln2_bias, eps))
+
+
+def _post_no_residuals(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = _ln(attention(x), ln1_weight, ln1_bias, eps)
+    return _ln(feed_forward(h), ln2_weight, ln2_bias, eps)
+
+
+def _post_second_residual_missing(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = _ln(x + attention(x), ln1_weight, ln1_bias, eps)
+    return _ln(feed_forward(h), ln2_weight, ln2_bias, eps)
+
+
+def _post_norm_before_adding(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = x + _ln(attention(x), ln1_weight, ln1_bias, eps)
+    return h + _ln(feed_forward(h), ln2_weight, ln2_bias, eps)
+
+
+def _post_feed_forward_reads_x(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = _ln(x + attention(x), ln1_weight, ln1_bias, eps)
+    return _ln(h + feed_forward(x), ln2_weight, ln2_bias, eps)
+
+
+def _post_first_norm_twice(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = _ln(x + attention(x), ln1_weight, ln1_bias, eps)
+    return _ln(h + feed_forward(h), ln1_weight, ln1_bias, eps)
+
+
+def _post_norms_swapped(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = _ln(x + attention(x), ln2_weight, ln2_bias, eps)
+    return _ln(h + feed_forward(h), ln1_weight, ln1_bias, eps)
+
+
+def _post_last_norm_missing(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = _ln(x + attention(x), ln1_weight, ln1_bias, eps)
+    return h + feed_forward(h)
+
+
+def _post_default_eps(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = F.layer_norm(x + attention(x), x.shape[-1:], ln1_weight, ln1_bias)  # PyTorch's default eps, 1e-5
+    return F.layer_norm(h + feed_forward(h), x.shape[-1:], ln2_weight, ln2_bias)
+
+
+POST_LN_LAYER = Exercise(
+    name="post_ln_layer",
+    reference=post_ln_layer,
+    prompt="your function receives `x` (batch, seq, d_model), two functions `attention` and `feed_forward` "
+    "(each maps (batch, seq, d_model) to the same shape), the gamma and beta of two LayerNorms, `ln1_weight`, "
+    "`ln1_bias` (after the attention) and `ln2_weight`, `ln2_bias` (after the feed-forward block), each "
+    "(d_model,), and `eps` (default 1e-12); it returns BERT's Post-LN encoder layer without dropout, "
+    "(batch, seq, d_model).",
+    start="the attention's output is added to its input; normalise that sum before the feed-forward block.",
+    make_cases=_layer_cases,
+    axes={"": ("batch", "token rows", "feature columns")},
+    notebook="06",
+    mistakes=(
+        Mistake(
+            "the Pre-LN layout",
+            "BERT is Post-LN: add first, then normalise the sum, `LN1(x + attention(x))`; Pre-LN, "
+            "`x + attention(LN1(x))`, is GPT-2's layout and gives wrong numbers with BERT's weights.",
+            _post_as_pre,
+        ),
+        Mistake(
+            "no residual connections",
+            "each sub-layer's input is added back to its output before the LayerNorm: `LN1(x + attention(x))`.",
+            _post_no_residuals,
+        ),
+        Mistake(
+            "the second residual missing",
+            "the feed-forward block has its residual too: `LN2(h + feed_forward(h))`.",
+            _post_second_residual_missing,
+        ),
+        Mistake(
+            "the sub-layer's output normalised before the residual is added",
+            "normalise the sum, not the sub-layer alone: `LN1(x + attention(x))`, not `x + LN1(attention(x))`.",
+            _post_norm_before_adding,
+        ),
+        Mistake(
+            "the feed-forward block fed x instead of the attention's result",
+            "the two sub-layers run one after the other: the feed-forward block reads "
+            "h = LN1(x + attention(x)) and adds to h.",
+            _post_feed_forward_reads_x,
+        ),
+        Mistake(
+            "the first LayerNorm used twice",
+            "each sub-layer has its own LayerNorm: `ln1_*` after the attention, `ln2_*` after the feed-forward block.",
+            _post_first_norm_twice,
+        ),
+        Mistake(
+            "the two LayerNorms swapped",
+            "`ln1_*` belongs after the attention, `ln2_*` after the feed-forward block.",
+            _post_norms_swapped,
+        ),
+        Mistake(
+            "the last LayerNorm missing",
+            "the layer ends with a LayerNorm too: `LN2(h + feed_forward(h))`.",
+            _post_last_norm_missing,
+        ),
+        Mistake(
+            "PyTorch's default LayerNorm eps",
+            "pass `eps` on to both LayerNorms: BERT's is 1e-12, `F.layer_norm`'s default 1e-5.",
+            _post_default_eps,
+        ),
+    ),
+)
+
+
+def _pre_as_post(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = _ln(x + attention(x), ln1_weight, ln1_bias, eps)
+    return _ln(h + feed_forward(h), ln2_weight, ln2_bias, eps)
+
+
+def _pre_residual_from_the_normalised(
+    x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12
+):
+    normalised = _ln(x, ln1_weight, ln1_bias, eps)
+    h = normalised + attention(normalised)
+    normalised = _ln(h, ln2_weight, ln2_bias, eps)
+    return normalised + feed_forward(normalised)
+
+
+def _pre_output_normalised(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = x + attention(_ln(x, ln1_weight, ln1_bias, eps))
+    return _ln(h + feed_forward(h), ln2_weight, ln2_bias, eps)
+
+
+def _pre_no_residuals(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = attention(_ln(x, ln1_weight, ln1_bias, eps))
+    return feed_forward(_ln(h, ln2_weight, ln2_bias, eps))
+
+
+def _pre_feed_forward_reads_x(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = x + attention(_ln(x, ln1_weight, ln1_bias, eps))
+    return h + feed_forward(_ln(x, ln2_weight, ln2_bias, eps))
+
+
+def _pre_first_norm_twice(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = x + attention(_ln(x, ln1_weight, ln1_bias, eps))
+    return h + feed_forward(_ln(h, ln1_weight, ln1_bias, eps))
+
+
+PRE_LN_LAYER = Exercise(
+    name="pre_ln_layer",
+    reference=pre_ln_layer,
+    prompt="your function receives the same arguments as `post_ln_layer` (`x`, `attention`, `feed_forward`, "
+    "`ln1_weight`, `ln1_bias`, `ln2_weight`, `ln2_bias`, `eps`=1e-12); it returns the Pre-LN layer of GPT-2 "
+    "and many tutorials: each sub-layer reads a LayerNorm'ed copy of the residual stream and adds its "
+    "output to the stream itself, (batch, seq, d_model).",
+    start="normalise a copy of x for the attention; the residual stream itself stays as it is.",
+    make_cases=_layer_cases,
+    axes={"": ("batch", "token rows", "feature columns")},
+    notebook="06",
+    mistakes=(
+        Mistake(
+            "the Post-LN layout",
+            "that is BERT's layer; Pre-LN normalises the sub-layer's input, `x + attention(LN1(x))`, and never the "
+            "residual stream.",
+            _pre_as_post,
+        ),
+        Mistake(
+            "the residual taken from the normalised copy",
+            "add the sub-layer's output to x itself, `x + attention(LN1(x))`, not to LN1(x): the residual stream "
+            "is never normalised in Pre-LN.",
+            _pre_residual_from_the_normalised,
+        ),
+        Mistake(
+            "the output normalised as well",
+            "a Pre-LN layer ends with the residual addition; models put one final LayerNorm after the whole "
+            "stack, not in each layer.",
+            _pre_output_normalised,
+        ),
+        Mistake(
+            "no residual connections",
+            "each sub-layer adds its output to the residual stream: `x + attention(LN1(x))`.",
+            _pre_no_residuals,
+        ),
+        Mistake(
+            "the feed-forward block fed the layer's input",
+            "the feed-forward block reads LN2 of h = x + attention(LN1(x)), the stream after the attention.",
+            _pre_feed_forward_reads_x,
+        ),
+        Mistake(
+            "the first LayerNorm used twice",
+            "each sub-layer has its own LayerNorm: `ln1_*` before the attention, `ln2_*` before the "
+            "feed-forward block.",
+            _pre_first_norm_twice,
         ),
     ),
 )

@@ -1,7 +1,8 @@
-"""Exercises of notebook 03: ``padding_mask`` and ``causal_mask``.
+"""Exercises of notebook 03: ``padding_mask``, ``causal_mask``, ``masked_softmax`` and ``key_padding_mask``.
 
 Their mistakes are the classic mask slips: the convention inverted (True = blocked), an off-by-one,
-swapped axes, the wrong triangle, an additive mask of 0 and -inf instead of booleans.
+swapped axes, the wrong triangle, an additive mask of 0 and -inf instead of booleans; and for the
+masked softmax, the fill values that break in float16 or on a row with no key allowed.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import math
 
 import torch
 
-from ..masks import causal_mask, padding_mask
+from ..attention import masked_softmax
+from ..masks import causal_mask, key_padding_mask, padding_mask
+from .random_inputs import _randn
 from .records import Case, Exercise, Mistake
 
 
@@ -63,7 +66,7 @@ PADDING_MASK = Exercise(
     prompt="your function receives `lengths`, a 1-D long tensor with one sentence length per row, and an int "
     "`max_len`; it returns a bool tensor (batch, max_len) that is True at real tokens (position < length) "
     "and False at padding.",
-    start="`torch.arange(max_len)` gives the positions 0, 1, ..., max_len - 1; compare them with `lengths[:, None]`.",
+    start="compare every position 0, 1, ..., max_len - 1 with every sentence's length, by broadcasting.",
     make_cases=_padding_cases,
     axes={"": ("sentence rows", "position columns")},
     notebook="03",
@@ -132,7 +135,7 @@ CAUSAL_MASK = Exercise(
     reference=causal_mask,
     prompt="your function receives `seq_len`, an int; it returns a bool tensor (seq_len, seq_len) in which "
     "query i may attend to keys 0 ... i: True on and below the diagonal.",
-    start="`torch.ones(seq_len, seq_len, dtype=torch.bool)`, then keep its lower triangle with `torch.tril`.",
+    start="start from a square of True values and keep the part on and below the diagonal.",
     make_cases=_causal_cases,
     axes={"": ("query rows", "key columns")},
     notebook="03",
@@ -162,6 +165,266 @@ CAUSAL_MASK = Exercise(
             "`torch.ones(...)` is float32 by default; make the mask boolean with `dtype=torch.bool` "
             "(True = may attend).",
             _causal_float,
+        ),
+    ),
+)
+
+
+# --- masked softmax, safe in every dtype ------------------------------------------------------
+
+
+def _masked_softmax_cases(g):
+    fully_masked = torch.ones(2, 4, 5, dtype=torch.bool)
+    fully_masked[1, 2] = False  # query 2 of sentence 1 may attend to no key
+    fully_masked[0, :, 3:] = False
+    very_negative = _randn(g, 2, 3, 4).half() * 100 - 20000  # real float16 scores far below -1e4
+    return [
+        Case(
+            "one sentence, 4 queries, 6 keys, a random mask",
+            (_randn(g, 4, 6), _random_bool(g, 4, 6)),
+            ("masked", "unbatched", "non-square"),
+        ),
+        Case(
+            "a batch of 2 with a padding mask (batch, 1, k_len) that broadcasts over the queries",
+            (_randn(g, 2, 3, 5), padding_mask(torch.tensor([5, 2]), 5)[:, None, :]),
+            ("masked", "batched", "non-square"),
+        ),
+        Case(
+            "a query row whose keys are all masked (sentence 1, query 2): its weights must be 0",
+            (_randn(g, 2, 4, 5), fully_masked),
+            ("masked", "batched", "fully masked row", "non-square"),
+        ),
+        Case(
+            "float16 scores with a padding mask",
+            (_randn(g, 2, 3, 4).half(), padding_mask(torch.tensor([4, 1]), 4)[:, None, :]),
+            ("masked", "batched", "float16", "non-square"),
+        ),
+        Case(
+            "float16 scores near -20000: a fill of -1e4 would beat the real keys",
+            (very_negative, padding_mask(torch.tensor([2, 3]), 4)[:, None, :]),
+            ("masked", "batched", "float16", "non-square"),
+        ),
+        Case(
+            "bfloat16 scores, a causal mask of 4 x 4",
+            (_randn(g, 2, 4, 4).bfloat16(), causal_mask(4)),
+            ("masked", "batched", "bfloat16", "square"),
+        ),
+        Case("no mask given: a plain softmax over the keys", (_randn(g, 3, 4),), ("no mask", "defaults", "non-square")),
+    ]
+
+
+def _random_bool(g, *shape):
+    """Random True/False in which every row allows its first key and blocks its last one."""
+    mask = torch.rand(*shape, generator=g) < 0.5
+    mask[..., 0] = True
+    mask[..., -1] = False
+    return mask
+
+
+def _masked_minus_inf(scores, mask=None):
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf)
+    return torch.softmax(scores, dim=-1)  # a row of -inf only gives NaN
+
+
+def _masked_finite_fill_only(scores, mask=None):
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1)  # a row with no allowed key comes out uniform
+
+
+def _masked_minus_1e9(scores, mask=None):
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)  # overflows float16
+    return _zero_rows_without_keys(torch.softmax(scores, dim=-1), mask)
+
+
+def _masked_minus_1e4(scores, mask=None):
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e4)  # fits float16, but is not below every real score
+    return _zero_rows_without_keys(torch.softmax(scores, dim=-1), mask)
+
+
+def _masked_float32_minimum(scores, mask=None):
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(torch.float32).min)  # overflows float16
+    return _zero_rows_without_keys(torch.softmax(scores, dim=-1), mask)
+
+
+def _masked_inverted(scores, mask=None):
+    if mask is not None:
+        mask = ~mask
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return _zero_rows_without_keys(torch.softmax(scores, dim=-1), mask)
+
+
+def _masked_after_softmax(scores, mask=None):
+    weights = torch.softmax(scores, dim=-1)
+    return weights if mask is None else weights * mask
+
+
+def _masked_renormalised_after_softmax(scores, mask=None):
+    weights = torch.softmax(scores, dim=-1)
+    if mask is None:
+        return weights
+    kept = weights * mask
+    return kept / kept.sum(dim=-1, keepdim=True)  # 0 / 0 on a row with no key
+
+
+def _masked_if_mask(scores, mask=None):
+    if mask:  # raises for a mask of more than one entry
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1)
+
+
+def _zero_rows_without_keys(weights, mask):
+    return weights if mask is None else weights * mask.any(dim=-1, keepdim=True)
+
+
+MASKED_SOFTMAX = Exercise(
+    name="masked_softmax",
+    reference=masked_softmax,
+    prompt="your function receives `scores` (..., q_len, k_len) of any float dtype and an optional bool `mask` "
+    "that broadcasts to them, True = may attend (default None: every key allowed); it returns the attention "
+    "weights, the softmax over the keys in which every masked key gets weight 0, in the dtype of `scores`. "
+    "It must work in float16 and bfloat16, and a query row with no key allowed gets all-zero weights "
+    "(neither NaN nor a uniform row).",
+    start="decide first which score a blocked key gets, one that fits every dtype; the rows that allow no key "
+    "come last.",
+    make_cases=_masked_softmax_cases,
+    axes={"": ("query rows", "key columns")},
+    notebook="03",
+    mistakes=(
+        Mistake(
+            "a fill of -inf",
+            "-inf gives masked keys weight 0, but a row whose keys are all masked becomes exp(-inf) / 0 = NaN: fill "
+            "with the finite `torch.finfo(scores.dtype).min` and zero the rows that allow no key.",
+            _masked_minus_inf,
+        ),
+        Mistake(
+            "no rule for a row with every key masked",
+            "with a finite fill, a row whose keys are all masked comes out uniform (every key equally "
+            "'attended'): set such rows to 0, e.g. multiply by `mask.any(dim=-1, keepdim=True)`.",
+            _masked_finite_fill_only,
+        ),
+        Mistake(
+            "a fill value of -1e9",
+            "-1e9 does not fit in float16 (its range ends at -65504), so `masked_fill` raises: "
+            "`torch.finfo(scores.dtype).min` is the most negative number of every dtype.",
+            _masked_minus_1e9,
+        ),
+        Mistake(
+            "a fill value of -1e4",
+            "-1e4 fits in float16 but is not the smallest score there can be: real scores below it lose to the "
+            "masked keys. `torch.finfo(scores.dtype).min` is below every real score.",
+            _masked_minus_1e4,
+        ),
+        Mistake(
+            "float32's minimum used for every dtype",
+            "`torch.finfo(torch.float32).min` overflows float16: ask the scores' own dtype, "
+            "`torch.finfo(scores.dtype).min`.",
+            _masked_float32_minimum,
+        ),
+        Mistake(
+            "the mask inverted",
+            "in this course True means *may attend*: fill the scores where the mask is False, with `~mask`.",
+            _masked_inverted,
+        ),
+        Mistake(
+            "the mask applied after the softmax",
+            "zeroing weights after the softmax leaves rows that no longer sum to 1; fill the scores before it.",
+            _masked_after_softmax,
+        ),
+        Mistake(
+            "the weights zeroed and renormalised after the softmax",
+            "renormalising is right where a key is allowed, but a row with no key allowed divides 0 by 0: fill the "
+            "scores before the softmax, then zero the rows that allow no key.",
+            _masked_renormalised_after_softmax,
+        ),
+        Mistake(
+            "`if mask:` instead of `if mask is not None:`",
+            "`if mask:` asks a whole tensor for one True/False and raises; test whether a mask was given with "
+            "`if mask is not None:`.",
+            _masked_if_mask,
+        ),
+    ),
+)
+
+
+# --- Hugging Face's attention_mask -> PyTorch's key_padding_mask ------------------------------
+
+
+def _key_padding_cases(g):
+    return [
+        Case(
+            "Hugging Face's long 0/1 mask, 2 sentences of lengths 4 and 2, padded at the end",
+            (torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]]),),
+            ("non-square",),
+        ),
+        Case(
+            "padding at the start (left padding, as for generation): int32",
+            (torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], dtype=torch.int32),),
+            ("non-square",),
+        ),
+        Case(
+            "this course's boolean mask, True = may attend",
+            (torch.tensor([[True, True, False], [True, False, False], [True, True, True]]),),
+            ("square",),
+        ),
+        Case("a float 0./1. mask", (torch.tensor([[1.0, 1.0, 0.0, 0.0, 0.0]]),), ("non-square",)),
+    ]
+
+
+def _kpm_not_inverted(attention_mask):
+    return attention_mask.bool()
+
+
+def _kpm_bitwise_not(attention_mask):
+    return ~attention_mask  # on integers, ~1 = -2 and ~0 = -1: both "true"
+
+
+def _kpm_one_minus(attention_mask):
+    return 1 - attention_mask  # the right values, in the mask's dtype
+
+
+def _kpm_padding_at_the_end(attention_mask):
+    lengths = attention_mask.sum(dim=-1)
+    return torch.arange(attention_mask.shape[-1])[None, :] >= lengths[:, None]
+
+
+KEY_PADDING_MASK = Exercise(
+    name="key_padding_mask",
+    reference=key_padding_mask,
+    prompt="your function receives Hugging Face's `attention_mask` (batch, seq): 1 (or True) at real tokens, 0 "
+    "(or False) at padding, as long, int, float or bool; it returns PyTorch's `key_padding_mask` for "
+    "`nn.MultiheadAttention`: a bool tensor (batch, seq) that is True where a key must be *ignored*.",
+    start="Hugging Face's 1 means a real token and PyTorch's True means ignore: which entries are True here?",
+    make_cases=_key_padding_cases,
+    axes={"": ("sentence rows", "position columns")},
+    notebook="03",
+    mistakes=(
+        Mistake(
+            "the mask converted but not inverted",
+            "`key_padding_mask` is True where a key is *ignored*, the opposite of Hugging Face's 1: "
+            "`attention_mask == 0`.",
+            _kpm_not_inverted,
+        ),
+        Mistake(
+            "`~` on an integer mask",
+            "on integers `~` is a bitwise not (`~1 == -2`, `~0 == -1`), which is never a boolean: compare "
+            "instead, `attention_mask == 0`.",
+            _kpm_bitwise_not,
+        ),
+        Mistake(
+            "`1 - attention_mask`",
+            "`1 - attention_mask` has the right values but stays long (or float): PyTorch wants a bool mask, "
+            "`attention_mask == 0`.",
+            _kpm_one_minus,
+        ),
+        Mistake(
+            "the padding assumed to sit at the end",
+            "tokenizers may pad on the left too: read each position's own 0 or 1 rather than a length.",
+            _kpm_padding_at_the_end,
         ),
     ),
 )

@@ -1,4 +1,4 @@
-"""Exercises of notebook 05: ``split_heads``, ``merge_heads`` and ``multi_head_attention``.
+"""Exercises of notebook 05: ``split_heads``, ``merge_heads``, ``split_fused_qkv`` and ``multi_head_attention``.
 
 Many mistakes here keep the right shape and scramble the order of tokens, heads or features (a plain
 view instead of a view and a transpose, interleaved heads); only the values give them away.
@@ -12,7 +12,7 @@ import torch
 
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ..multihead import merge_heads, multi_head_attention, split_heads
+from ..multihead import merge_heads, multi_head_attention, split_fused_qkv, split_heads
 from .attention import _softmax_attend
 from .random_inputs import _randn, _weights
 from .records import Case, Exercise, Mistake
@@ -67,7 +67,7 @@ SPLIT_HEADS = Exercise(
     prompt="your function receives `x` (batch, seq, d_model) and `num_heads`, which divides d_model; it "
     "returns (batch, num_heads, seq, d_head) with d_head = d_model // num_heads, head h holding features "
     "h * d_head ... (h + 1) * d_head - 1 of every token.",
-    start="`x.view(batch, seq, num_heads, d_model // num_heads)`, then move the heads axis before seq.",
+    start="cut the last axis into (heads, d_head) first, then move the heads axis in front of the tokens.",
     make_cases=_split_cases,
     axes={"": ("batch", "heads", "token rows", "feature columns")},
     notebook="05",
@@ -139,7 +139,7 @@ MERGE_HEADS = Exercise(
     reference=merge_heads,
     prompt="your function receives `x` (batch, heads, seq, d_head); it returns (batch, seq, heads * d_head), "
     "each token's head outputs concatenated in head order: the inverse of `split_heads`.",
-    start="undo `split_heads` in reverse order: `x.transpose(1, 2)` first, then `.reshape(...)`.",
+    start="undo `split_heads`, its steps in reverse order.",
     make_cases=_merge_cases,
     axes={"": ("batch", "token rows", "feature columns")},
     notebook="05",
@@ -170,6 +170,81 @@ MERGE_HEADS = Exercise(
             "only the first head kept",
             "every head contributes d_head features: lay all of them side by side, (batch, seq, heads * d_head).",
             _merge_first_head_only,
+        ),
+    ),
+)
+
+
+# --- a fused Q/K/V projection, split ---------------------------------------------------------
+
+
+def _fused_cases(g):
+    return [
+        Case("batch of 2, 5 tokens, d_model 8, 2 heads", (_randn(g, 2, 5, 24), 2), ("batched", "non-square")),
+        Case("one sentence of 3 tokens, d_model 6, 3 heads of 2", (_randn(g, 1, 3, 18), 3), ("non-square",)),
+        Case(
+            "as many tokens as heads and as d_head: 3 tokens, 3 heads of 3",
+            (_randn(g, 2, 3, 27), 3),
+            ("batched", "square"),
+        ),
+        Case("one head: batch of 2, 4 tokens, d_model 5", (_randn(g, 2, 4, 15), 1), ("batched", "odd", "non-square")),
+    ]
+
+
+def _fused_heads_first(qkv, num_heads):
+    batch, seq, width = qkv.shape
+    per_head = qkv.view(batch, seq, num_heads, width // num_heads).transpose(1, 2)  # (b, h, s, 3 d_head)
+    return per_head.chunk(3, dim=-1)  # a q, k, v per head: Megatron's layout, not this one
+
+
+def _fused_no_transpose(qkv, num_heads):
+    batch, seq, width = qkv.shape
+    return tuple(part.view(batch, seq, num_heads, -1) for part in qkv.chunk(3, dim=-1))
+
+
+def _fused_chunked_along_tokens(qkv, num_heads):
+    return tuple(split_heads(part, num_heads) for part in qkv.chunk(3, dim=1))
+
+
+def _fused_interleaved(qkv, num_heads):
+    batch, seq, width = qkv.shape
+    q, k, v = qkv.view(batch, seq, width // 3, 3).unbind(-1)  # every third feature
+    return split_heads(q, num_heads), split_heads(k, num_heads), split_heads(v, num_heads)
+
+
+SPLIT_FUSED_QKV = Exercise(
+    name="split_fused_qkv",
+    reference=split_fused_qkv,
+    prompt="your function receives `qkv` (batch, seq, 3 * d_model), the output of one fused projection "
+    "`x @ torch.cat([w_q, w_k, w_v], dim=1)` (as `nn.MultiheadAttention`'s `in_proj_weight` computes), and "
+    "`num_heads`; it returns the tuple `(q, k, v)`, each (batch, num_heads, seq, d_head) with "
+    "d_head = d_model // num_heads, as `split_heads` would give for `x @ w_q`, `x @ w_k`, `x @ w_v`.",
+    start="cut the last axis into its three equal parts first.",
+    make_cases=_fused_cases,
+    outputs=("q", "k", "v"),
+    axes={name: ("batch", "heads", "token rows", "feature columns") for name in ("q", "k", "v")},
+    notebook="05",
+    mistakes=(
+        Mistake(
+            "the heads cut before q, k and v",
+            "here Q, K and V sit side by side, each d_model wide, and only then is each cut into heads: chunk "
+            "into three first (Megatron-LM stores a q, k, v per head instead; this is not that layout).",
+            _fused_heads_first,
+        ),
+        Mistake(
+            "the heads not moved in front of the tokens",
+            "after the view, (batch, seq, heads, d_head), swap seq and heads with `.transpose(1, 2)`.",
+            _fused_no_transpose,
+        ),
+        Mistake(
+            "the three parts cut along the tokens",
+            "Q, K and V sit side by side along the features, the last axis: `qkv.chunk(3, dim=-1)`.",
+            _fused_chunked_along_tokens,
+        ),
+        Mistake(
+            "every third feature taken (interleaved)",
+            "the first d_model features are Q, the next d_model K, the last d_model V: three contiguous blocks.",
+            _fused_interleaved,
         ),
     ),
 )
@@ -258,7 +333,7 @@ MULTI_HEAD_ATTENTION = Exercise(
     "(d_model, d_model) used as `x @ w`, `num_heads`, and an optional bool `mask` broadcastable to "
     "(batch, heads, seq, seq), True = may attend; it returns (batch, seq, d_model): project, split into "
     "heads, attend in each head (scaled by √d_head), merge the heads, multiply by `w_o`.",
-    start="`q = split_heads(x @ w_q, num_heads)`, and the same for k and v.",
+    start="project `x` three times and split each projection into heads; attend; undo the split last.",
     make_cases=_mha_cases,
     axes={"": ("batch", "token rows", "feature columns")},
     notebook="05",

@@ -1,14 +1,18 @@
-"""Exercise of notebook 04: ``sinusoidal_position_encoding``.
+"""Exercises of notebook 04: ``sinusoidal_position_encoding`` and ``apply_rotary``.
 
-Each mistake changes one piece of the formula: sin and cos swapped, the exponent's i, 2i or d_model,
-positions from 1, or all sines before all cosines instead of interleaved.
+Each sinusoid mistake changes one piece of the formula: sin and cos swapped, the exponent's i, 2i or
+d_model, positions from 1, or all sines before all cosines instead of interleaved; the cases include
+odd widths, whose last sine has no cosine partner. Each rotary mistake pairs, turns or counts the
+features another way: halves instead of neighbours, the angle's sign, positions from 1 or along
+the wrong axis.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..positional import sinusoidal_position_encoding
+from ..positional import apply_rotary, sinusoidal_position_encoding
+from .random_inputs import _randn
 from .records import Case, Exercise, Mistake
 
 
@@ -19,73 +23,88 @@ def _sinusoid_cases(g):
         Case("one position, d_model 4", (1, 4), ("non-square",)),
         Case("50 positions, d_model 32", (50, 32), ("non-square",)),
         Case("as many positions as features: 8 positions, d_model 8", (8, 8), ("square",)),
+        Case("an odd width: 6 positions, d_model 5 (the last sine has no cosine)", (6, 5), ("odd", "non-square")),
+        Case("an odd width: 3 positions, d_model 9", (3, 9), ("odd", "non-square")),
     ]
 
 
 def _interleave(even: torch.Tensor, odd: torch.Tensor) -> torch.Tensor:
-    """(max_len, d/2) and (max_len, d/2) -> (max_len, d) with ``even`` in columns 0, 2, ... and ``odd`` in 1, 3, ..."""
+    """(max_len, ceil(d/2)) twice -> (max_len, d) with ``even`` in columns 0, 2, ... and ``odd`` in 1, 3, ...
+
+    The width is 2 * ceil(d/2); callers with an odd d cut the last (cosine) column off with ``[:, :d]``.
+    """
     return torch.stack([even, odd], dim=-1).flatten(start_dim=-2)
 
 
 def _pair_index(d_model):
-    return torch.arange(d_model // 2, dtype=torch.float32)  # i = 0, 1, ..., d/2 - 1
+    return torch.arange((d_model + 1) // 2, dtype=torch.float32)  # i = 0, 1, ..., one per sine column
 
 
 def _sinusoid_sin_cos_swapped(max_len, d_model):
     angle = torch.arange(max_len)[:, None] / 10000 ** (2 * _pair_index(d_model) / d_model)
-    return _interleave(torch.cos(angle), torch.sin(angle))
+    return _interleave(torch.cos(angle), torch.sin(angle))[:, :d_model]
 
 
 def _sinusoid_i_instead_of_2i(max_len, d_model):
     angle = torch.arange(max_len)[:, None] / 10000 ** (_pair_index(d_model) / d_model)
-    return _interleave(torch.sin(angle), torch.cos(angle))
+    return _interleave(torch.sin(angle), torch.cos(angle))[:, :d_model]
 
 
 def _sinusoid_exponent_not_divided(max_len, d_model):
     angle = torch.arange(max_len)[:, None] / 10000 ** (2 * _pair_index(d_model))
-    return _interleave(torch.sin(angle), torch.cos(angle))
+    return _interleave(torch.sin(angle), torch.cos(angle))[:, :d_model]
 
 
 def _sinusoid_exponent_sign(max_len, d_model):
     angle = torch.arange(max_len)[:, None] * 10000 ** (2 * _pair_index(d_model) / d_model)
-    return _interleave(torch.sin(angle), torch.cos(angle))
+    return _interleave(torch.sin(angle), torch.cos(angle))[:, :d_model]
 
 
 def _sinusoid_positions_from_1(max_len, d_model):
     angle = torch.arange(1, max_len + 1)[:, None] / 10000 ** (2 * _pair_index(d_model) / d_model)
-    return _interleave(torch.sin(angle), torch.cos(angle))
+    return _interleave(torch.sin(angle), torch.cos(angle))[:, :d_model]
 
 
 def _sinusoid_exponent_doubled(max_len, d_model):
     two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # already 2i ...
     angle = torch.arange(max_len)[:, None] / 10000 ** (2 * two_i / d_model)  # ... doubled again: 4i / d
-    return _interleave(torch.sin(angle), torch.cos(angle))
+    return _interleave(torch.sin(angle), torch.cos(angle))[:, :d_model]
 
 
 def _sinusoid_integer_exponent(max_len, d_model):
     two_i = torch.arange(0, d_model, 2)  # integers
     angle = torch.arange(max_len)[:, None] / 10000 ** (two_i // d_model)  # 2i // d is 0: every frequency 1
-    return _interleave(torch.sin(angle), torch.cos(angle))
+    return _interleave(torch.sin(angle), torch.cos(angle))[:, :d_model]
 
 
 def _sinusoid_precedence(max_len, d_model):
     two_i = torch.arange(0, d_model, 2, dtype=torch.float32)
     angle = torch.arange(max_len)[:, None] / 10000**two_i / d_model  # (pos / 10000^(2i)) / d
-    return _interleave(torch.sin(angle), torch.cos(angle))
+    return _interleave(torch.sin(angle), torch.cos(angle))[:, :d_model]
 
 
 def _sinusoid_halves(max_len, d_model):
     angle = torch.arange(max_len)[:, None] / 10000 ** (2 * _pair_index(d_model) / d_model)
-    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1)
+    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1)[:, :d_model]
+
+
+def _sinusoid_even_widths_only(max_len, d_model):
+    angle = torch.arange(max_len)[:, None] / 10000 ** (torch.arange(0, d_model, 2) / d_model)
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle)  # raises for an odd d_model: one cosine column fewer than sines
+    return table
 
 
 SINUSOIDAL_POSITION_ENCODING = Exercise(
     name="sinusoidal_position_encoding",
     reference=sinusoidal_position_encoding,
-    prompt="your function receives `max_len` and an even `d_model` (ints); it returns the float32 table "
-    "(max_len, d_model) with `PE[pos, 2i] = sin(pos / 10000^(2i/d_model))` and "
-    "`PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model))`, positions starting at 0.",
-    start="positions `torch.arange(max_len)[:, None]` and even feature indices `torch.arange(0, d_model, 2)`.",
+    prompt="your function receives `max_len` and `d_model` (ints, `d_model` even or odd); it returns the float32 "
+    "table (max_len, d_model) with `PE[pos, 2i] = sin(pos / 10000^(2i/d_model))` and "
+    "`PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model))`, positions starting at 0. For an odd `d_model` the last "
+    "column is a sine with no cosine partner.",
+    start="a column of positions times a row of frequencies, one per pair of columns; count how many sine and "
+    "how many cosine columns an odd width has.",
     make_cases=_sinusoid_cases,
     axes={"": ("position rows", "feature columns")},
     notebook="04",
@@ -94,6 +113,12 @@ SINUSOIDAL_POSITION_ENCODING = Exercise(
     atol=1e-4,
     rtol=1e-4,
     mistakes=(
+        Mistake(
+            "a table for even widths only",
+            "for an odd d_model there is one sine column more than cosine columns: give the cosines only the "
+            "first d_model // 2 angles, e.g. `angle[:, : d_model // 2]`.",
+            _sinusoid_even_widths_only,
+        ),
         Mistake(
             "sin and cos swapped",
             "even columns (0, 2, ...) hold the sines, odd columns the cosines.",
@@ -140,6 +165,138 @@ SINUSOIDAL_POSITION_ENCODING = Exercise(
             "all sines first, then all cosines",
             "interleave them: sines in the even columns `table[:, 0::2]`, cosines in the odd ones `table[:, 1::2]`.",
             _sinusoid_halves,
+        ),
+    ),
+)
+
+
+# --- rotary position embedding ----------------------------------------------------------------
+
+
+def _rotary_cases(g):
+    return [
+        Case("one head, 5 positions, d 8", (_randn(g, 5, 8),), ("unbatched", "defaults", "non-square")),
+        Case(
+            "a batch of 2 x 3 heads, 6 positions, d 4", (_randn(g, 2, 3, 6, 4),), ("batched", "defaults", "non-square")
+        ),
+        Case("as many positions as features: 6 x 6, base 100", (_randn(g, 6, 6), 100.0), ("unbatched", "square")),
+        Case(
+            "long positions: 40 positions, d 16, batch of 2",
+            (_randn(g, 2, 40, 16),),
+            ("batched", "defaults", "non-square"),
+        ),
+        Case(
+            "float16: a batch of 2, 7 positions, d 6", (_randn(g, 2, 7, 6).half(),), ("batched", "float16", "defaults")
+        ),
+    ]
+
+
+def _rotary_angles(x, base, positions=None, exponent=None):
+    seq, d = x.shape[-2], x.shape[-1]
+    positions = torch.arange(seq, dtype=torch.float32) if positions is None else positions
+    exponent = torch.arange(0, d, 2, dtype=torch.float32) / d if exponent is None else exponent
+    return positions[:, None] * base**-exponent  # (seq, d/2)
+
+
+def _rotate_pairs(even, odd, angle, sign=1.0):
+    cos, sin = torch.cos(angle).to(even.dtype), (sign * torch.sin(angle)).to(even.dtype)
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+
+def _rotary_halves(x, base=10000.0):
+    half = x.shape[-1] // 2
+    angle = _rotary_angles(x, base)
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)  # GPT-NeoX's pairing
+
+
+def _rotary_turned_backwards(x, base=10000.0):
+    return _rotate_pairs(x[..., 0::2], x[..., 1::2], _rotary_angles(x, base), sign=-1.0)
+
+
+def _rotary_positions_from_1(x, base=10000.0):
+    positions = torch.arange(1, x.shape[-2] + 1, dtype=torch.float32)
+    return _rotate_pairs(x[..., 0::2], x[..., 1::2], _rotary_angles(x, base, positions=positions))
+
+
+def _rotary_exponent_i(x, base=10000.0):
+    exponent = torch.arange(x.shape[-1] // 2, dtype=torch.float32) / x.shape[-1]  # i / d instead of 2i / d
+    return _rotate_pairs(x[..., 0::2], x[..., 1::2], _rotary_angles(x, base, exponent=exponent))
+
+
+def _rotary_base_ignored(x, base=10000.0):
+    return _rotate_pairs(x[..., 0::2], x[..., 1::2], _rotary_angles(x, 10000.0))
+
+
+def _rotary_positions_along_axis_0(x, base=10000.0):
+    positions = torch.arange(x.shape[0], dtype=torch.float32)  # the first axis, a batch axis for batched input
+    angle = _rotary_angles(x, base, positions=positions)
+    if x.dim() > 2:
+        angle = angle.reshape(x.shape[0], *([1] * (x.dim() - 3)), 1, -1)
+    return _rotate_pairs(x[..., 0::2], x[..., 1::2], angle)
+
+
+def _rotary_not_interleaved_back(x, base=10000.0):
+    angle = _rotary_angles(x, base)
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.cat([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # all turned evens, then all odds
+
+
+APPLY_ROTARY = Exercise(
+    name="apply_rotary",
+    reference=apply_rotary,
+    prompt="your function receives `x` (..., seq, d), queries or keys with an even d, and a `base` (default "
+    "10000.0); it returns x with each pair of features (2i, 2i + 1) of the token at position p (0 ... seq - 1) "
+    "turned by the angle p * base^(-2i/d): `x_2i cos - x_2i+1 sin` and `x_2i sin + x_2i+1 cos`, in x's shape "
+    "and dtype. Then the score of a turned query at m and a turned key at n depends on m - n only.",
+    start="take the even and the odd features apart: they are the two coordinates of each pair.",
+    make_cases=_rotary_cases,
+    axes={"": ("position rows", "feature columns")},
+    notebook="04",
+    atol=1e-5,
+    rtol=1e-4,
+    mistakes=(
+        Mistake(
+            "the pairs made of the two halves (x_i, x_i+d/2)",
+            "that is GPT-NeoX's (and Hugging Face LLaMA's) layout; here a pair is two neighbours, features 2i and "
+            "2i + 1: `x[..., 0::2]` and `x[..., 1::2]`.",
+            _rotary_halves,
+        ),
+        Mistake(
+            "the pairs turned backwards",
+            "the turn by angle a maps (x, y) to (x cos a - y sin a, x sin a + y cos a); a minus on the other "
+            "sine turns the other way.",
+            _rotary_turned_backwards,
+        ),
+        Mistake(
+            "positions starting at 1",
+            "the first token has position 0 and is not turned at all: `torch.arange(seq)`.",
+            _rotary_positions_from_1,
+        ),
+        Mistake(
+            "the exponent i/d instead of 2i/d",
+            "the frequencies are those of the sinusoids: base^(-2i/d), with 2i = 0, 2, 4, ... "
+            "(`torch.arange(0, d, 2)`).",
+            _rotary_exponent_i,
+        ),
+        Mistake(
+            "`base` ignored",
+            "use the `base` you are given; 10000 is only its default.",
+            _rotary_base_ignored,
+        ),
+        Mistake(
+            "positions counted along the first axis",
+            "the positions run along the tokens, the second-to-last axis (`x.shape[-2]`); the first axis is a "
+            "batch axis when there is one.",
+            _rotary_positions_along_axis_0,
+        ),
+        Mistake(
+            "the turned pairs not interleaved back",
+            "put each turned pair back in its two neighbouring columns: stack the two halves on a new last axis and "
+            "flatten it (`torch.stack([a, b], dim=-1).flatten(-2)`), rather than concatenating them.",
+            _rotary_not_interleaved_back,
         ),
     ),
 )

@@ -16,7 +16,19 @@ import json
 import os
 import sys
 
-from . import attention, bert, inside, layernorm_ffn, long_inputs, masks, multihead, positional, precision, pretraining
+from . import (
+    attention,
+    bert,
+    fine_tuning,
+    inside,
+    layernorm_ffn,
+    long_inputs,
+    masks,
+    multihead,
+    positional,
+    precision,
+    pretraining,
+)
 from .diagnosis import first_line, kind
 from .engine import run_check
 from .records import CORRECT, NOT_ATTEMPTED, WRONG, CheckResult, Exercise, Listing
@@ -25,17 +37,27 @@ EXERCISES: dict[str, Exercise] = {
     exercise.name: exercise
     for exercise in (
         attention.QKV_PROJECTION,
+        attention.QKV_FROM_LINEAR,
         attention.ATTENTION_SCORES,
         attention.SCALED_DOT_PRODUCT_ATTENTION,
+        attention.STABLE_SOFTMAX,
         masks.PADDING_MASK,
         masks.CAUSAL_MASK,
+        masks.MASKED_SOFTMAX,
+        masks.KEY_PADDING_MASK,
         positional.SINUSOIDAL_POSITION_ENCODING,
+        positional.APPLY_ROTARY,
         multihead.SPLIT_HEADS,
         multihead.MERGE_HEADS,
+        multihead.SPLIT_FUSED_QKV,
         multihead.MULTI_HEAD_ATTENTION,
         layernorm_ffn.LAYER_NORM,
         layernorm_ffn.FEED_FORWARD,
+        layernorm_ffn.POST_LN_LAYER,
+        layernorm_ffn.PRE_LN_LAYER,
         bert.BERT_EMBEDDINGS,
+        bert.MLM_HEAD,
+        bert.HF_TO_OURS,
         bert.COUNT_PARAMETERS,
         inside.ROLE_SCORE,
         inside.ATTENTION_ROLLOUT,
@@ -43,6 +65,8 @@ EXERCISES: dict[str, Exercise] = {
         pretraining.MLM_CORRUPT,
         pretraining.TRUNCATE_PAIR,
         pretraining.MLM_ACCURACY,
+        fine_tuning.ALIGN_WORD_LABELS,
+        fine_tuning.BEST_SPAN,
         long_inputs.WINDOW_SPANS,
         long_inputs.MERGE_SOFTMAX_BLOCKS,
         long_inputs.LOCAL_GLOBAL_MASK,
@@ -114,7 +138,10 @@ def solution(name: str) -> Listing:
             )
             return Listing(text, text)
         parts.append(inspect.getsource(function).rstrip("\n"))
-    note = f"# The package's public {module.__name__}.{public.__name__} also checks its arguments, then calls:"
+    if exercise.core_name() == public.__name__:
+        note = f"# The package's {module.__name__}.{public.__name__}, and the helpers it calls:"
+    else:
+        note = f"# The package's public {module.__name__}.{public.__name__} also checks its arguments, then calls:"
     source = note + "\n" + "\n\n\n".join(parts) + "\n"
     return Listing(source, f"```python\n{source}```")
 

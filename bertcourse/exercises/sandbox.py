@@ -187,6 +187,8 @@ def plain(value):
 
 def _same_input(before, after) -> bool:
     try:
+        if callable(before):
+            return True  # a function the case passes in (a sub-layer, say): its copy never compares equal
         if isinstance(before, torch.Tensor):
             after = plain(after)
             return isinstance(after, torch.Tensor) and before.shape == after.shape and torch.equal(before, after)

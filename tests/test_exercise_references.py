@@ -1,0 +1,263 @@
+"""The package functions that the exercises of notebooks 01-07 use as references: each agrees with
+PyTorch, Hugging Face or the package's own modules, refuses bad input with a clear error, and has a
+core that reads like the textbook (the rule of tests/test_cores.py)."""
+
+import ast
+import functools
+import inspect
+import math
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import bertcourse as bc
+from bertcourse import attention, encoder, heads, masks, multihead, positional
+from bertcourse.weights import hf_to_ours
+
+NEW = {
+    attention: ["qkv_from_linear", "stable_softmax", "masked_softmax"],
+    masks: ["key_padding_mask"],
+    positional: ["apply_rotary"],
+    multihead: ["split_fused_qkv"],
+    encoder: ["post_ln_layer", "pre_ln_layer"],
+    heads: ["mlm_head"],
+}
+PAIRS = [(module, name) for module, names in NEW.items() for name in names]
+CHECK_WORDS = ("raise", "require_", "check_", "isinstance", "describe(")
+
+
+@pytest.mark.parametrize(("module", "name"), PAIRS, ids=[f"{m.__name__}.{n}" for m, n in PAIRS])
+def test_the_public_function_checks_then_calls_a_core_that_reads_like_the_textbook(module, name):
+    public, core = getattr(module, name), getattr(module, f"_{name}")
+    assert f"_{name}(" in inspect.getsource(public)
+    source = textwrap.dedent(inspect.getsource(core))
+    function = ast.parse(source).body[0]
+    docstring = ast.get_docstring(function)
+    assert docstring and len(docstring.splitlines()) <= 2
+    body = source.splitlines()[function.body[0].end_lineno :]
+    assert not any(word in line for word in CHECK_WORDS for line in body), body
+    lines = source.splitlines()
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Assign, ast.Return)) and ".shape" not in ast.unparse(node):
+            assert "  # " in lines[node.end_lineno - 1], lines[node.end_lineno - 1]
+
+
+# --- 01 -----------------------------------------------------------------------------------------
+
+
+def test_qkv_from_linear_is_what_three_linear_layers_compute():
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 8)
+    layers = [nn.Linear(8, 4), nn.Linear(8, 4), nn.Linear(8, 6)]
+    parameters = [p for layer in layers for p in (layer.weight, layer.bias)]
+    with torch.no_grad():
+        for ours, layer in zip(attention.qkv_from_linear(x, *parameters), layers, strict=True):
+            torch.testing.assert_close(ours, layer(x))
+
+
+def test_qkv_from_linear_refuses_our_own_layout_by_name():
+    x, w, b = torch.randn(5, 8), torch.randn(8, 4), torch.randn(4)
+    with pytest.raises(
+        ValueError, match=r"`w_q` must have .*nn.Linear's shape \(out, in\) with in = x.shape\[-1\] = 8"
+    ):
+        attention.qkv_from_linear(x, w, b, w, b, w, b)
+    with pytest.raises(ValueError, match="`b_k` must have"):
+        attention.qkv_from_linear(x, w.T, b, w.T, torch.randn(3), w.T, b)
+
+
+# --- 02 -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_stable_softmax_equals_torch_softmax_even_for_scores_of_1000(dtype):
+    scores = torch.tensor([[1000.0, 999.0, 0.0], [-1000.0, -1001.0, -math.inf]]).to(dtype)
+    ours = attention.stable_softmax(scores)
+    assert ours.dtype == dtype and not ours.isnan().any()
+    torch.testing.assert_close(ours, torch.softmax(scores, dim=-1))
+    torch.testing.assert_close(attention.stable_softmax(scores, dim=0), torch.softmax(scores, dim=0))
+    naive = torch.exp(scores) / torch.exp(scores).sum(-1, keepdim=True)
+    assert naive.isnan().any()  # what the shift prevents
+
+
+def test_stable_softmax_names_a_bad_axis():
+    with pytest.raises(ValueError, match=r"`dim` must be an axis of `scores` \(a tensor of shape \(2, 3\)"):
+        attention.stable_softmax(torch.zeros(2, 3), dim=2)
+
+
+# --- 03 -----------------------------------------------------------------------------------------
+
+
+def test_masked_softmax_zeroes_a_row_without_keys_and_fits_float16():
+    scores = torch.randn(2, 3, 4).half() * 100 - 20000  # real scores below -1e4
+    mask = torch.ones(2, 3, 4, dtype=torch.bool)
+    mask[0, 1] = False
+    mask[1, :, 2:] = False
+    weights = attention.masked_softmax(scores, mask)
+    assert weights.dtype == torch.float16
+    assert (weights[0, 1] == 0).all() and (weights[~mask] == 0).all()
+    torch.testing.assert_close(weights.sum(-1)[mask.any(-1)], torch.ones(5, dtype=torch.float16))
+    q, k, v = torch.randn(2, 3, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 5)
+    _, sdpa_weights = bc.scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(attention.masked_softmax(q @ k.mT / math.sqrt(8), mask), sdpa_weights)
+    torch.testing.assert_close(attention.masked_softmax(q @ k.mT), torch.softmax(q @ k.mT, dim=-1))
+
+
+def test_masked_softmax_names_a_mask_that_does_not_broadcast():
+    with pytest.raises(ValueError, match="cannot broadcast to the attention scores"):
+        attention.masked_softmax(torch.zeros(2, 3, 4), torch.ones(2, 5, dtype=torch.bool))
+
+
+def test_key_padding_mask_gives_nn_multihead_attention_what_our_mask_gives_ours():
+    torch.manual_seed(0)
+    hf_mask = torch.tensor([[1, 1, 1, 0], [0, 1, 1, 1]])  # right and left padding
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    x = torch.randn(2, 4, 8)
+    with torch.no_grad():
+        theirs, _ = mha(x, x, x, key_padding_mask=masks.key_padding_mask(hf_mask))
+    w_q, w_k, w_v = (w.T for w in mha.in_proj_weight.chunk(3))
+    with torch.no_grad():
+        q, k, v = (
+            bc.split_heads(x @ w + b, 2) for w, b in zip((w_q, w_k, w_v), mha.in_proj_bias.chunk(3), strict=True)
+        )
+        context, _ = bc.scaled_dot_product_attention(q, k, v, bc.expand_padding_mask(hf_mask.bool()))
+        ours = bc.merge_heads(context) @ mha.out_proj.weight.T + mha.out_proj.bias
+    torch.testing.assert_close(ours, theirs)
+    for dtype in (torch.long, torch.int32, torch.float32, torch.bool):
+        assert torch.equal(masks.key_padding_mask(hf_mask.to(dtype)), hf_mask == 0)
+    with pytest.raises(ValueError, match="must be boolean or hold only 0/1"):
+        masks.key_padding_mask(torch.tensor([[0.0, -math.inf]]))
+
+
+# --- 04 -----------------------------------------------------------------------------------------
+
+
+def test_apply_rotary_makes_scores_depend_on_the_distance_only():
+    torch.manual_seed(0)
+    q, k = torch.randn(16), torch.randn(16)
+    seq = 12
+    rq = positional.apply_rotary(q.expand(seq, 16).clone())  # (seq, 16): the same query at every position
+    rk = positional.apply_rotary(k.expand(seq, 16).clone())
+    scores = rq @ rk.T  # (seq, seq)
+    for shift in range(-3, 4):
+        diagonal = scores.diagonal(shift)
+        torch.testing.assert_close(diagonal, diagonal[:1].expand_as(diagonal), atol=1e-4, rtol=0)
+
+
+def test_apply_rotary_is_a_complex_multiplication_and_keeps_shape_and_dtype():
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 5, 8)
+    angle = torch.arange(5.0)[:, None] * 10000.0 ** (-torch.arange(0, 8, 2) / 8)  # (5, 4)
+    as_complex = torch.view_as_complex(x.reshape(2, 3, 5, 4, 2).contiguous()) * torch.polar(torch.ones(5, 4), angle)
+    torch.testing.assert_close(positional.apply_rotary(x), torch.view_as_real(as_complex).reshape(2, 3, 5, 8))
+    assert positional.apply_rotary(x.half()).dtype == torch.float16
+    torch.testing.assert_close(positional.apply_rotary(x[..., :1, :]), x[..., :1, :])  # position 0 is not turned
+
+
+def test_apply_rotary_refuses_an_odd_width_and_a_bad_base():
+    with pytest.raises(ValueError, match="an even number of features"):
+        positional.apply_rotary(torch.zeros(3, 5))
+    with pytest.raises(ValueError, match="`base` must be a number larger than 1"):
+        positional.apply_rotary(torch.zeros(3, 4), base=True)
+
+
+# --- 05 -----------------------------------------------------------------------------------------
+
+
+def test_split_fused_qkv_splits_nn_multihead_attentions_in_projection():
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(12, 3, batch_first=True, bias=False)
+    x = torch.randn(2, 5, 12)
+    with torch.no_grad():
+        fused = x @ mha.in_proj_weight.T  # (2, 5, 36): Q | K | V
+        w_q, w_k, w_v = (w.T for w in mha.in_proj_weight.chunk(3))
+        for ours, w in zip(multihead.split_fused_qkv(fused, 3), (w_q, w_k, w_v), strict=True):
+            torch.testing.assert_close(ours, bc.split_heads(x @ w, 3))
+    with pytest.raises(ValueError, match="its last size must be 3 \\* d_model"):
+        multihead.split_fused_qkv(torch.zeros(2, 5, 13), 1)
+    with pytest.raises(ValueError, match="not divisible by `num_heads`"):
+        multihead.split_fused_qkv(torch.zeros(2, 5, 15), 2)
+
+
+# --- 06 -----------------------------------------------------------------------------------------
+
+
+def layer_pieces(layer):
+    """The sub-layers of a bc.EncoderLayer (eval mode) as functions, and its LayerNorms' parameters."""
+    return (
+        lambda h: layer.attention(h)[0],
+        layer.feed_forward,
+        layer.attention_norm.weight,
+        layer.attention_norm.bias,
+        layer.output_norm.weight,
+        layer.output_norm.bias,
+    )
+
+
+@pytest.mark.parametrize(("function", "norm_first"), [(encoder.post_ln_layer, False), (encoder.pre_ln_layer, True)])
+def test_the_layer_from_its_pieces_equals_bc_encoder_layer(function, norm_first):
+    torch.manual_seed(0)
+    layer = bc.EncoderLayer(8, 2, 16, norm_first=norm_first).eval()
+    x = torch.randn(2, 5, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(function(x, *layer_pieces(layer)), layer(x)[0])
+
+
+def test_post_ln_layer_from_the_functions_of_notebooks_05_and_06():
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 6)
+    w_q, w_k, w_v, w_o = (torch.randn(6, 6) / 6**0.5 for _ in range(4))
+    attend = functools.partial(bc.multi_head_attention, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, num_heads=3)
+    w1, b1, w2, b2 = torch.randn(6, 12), torch.randn(12), torch.randn(12, 6), torch.randn(6)
+    ffn = functools.partial(bc.feed_forward, w1=w1, b1=b1, w2=w2, b2=b2)
+    gamma, beta = torch.rand(6) + 0.5, torch.randn(6)
+    h = F.layer_norm(x + attend(x), (6,), gamma, beta, 1e-12)
+    expected = F.layer_norm(h + ffn(h), (6,), gamma, beta, 1e-12)
+    torch.testing.assert_close(encoder.post_ln_layer(x, attend, ffn, gamma, beta, gamma, beta), expected)
+
+
+def test_the_layers_name_a_missing_function_and_a_wrong_parameter():
+    x, ones = torch.zeros(1, 2, 4), torch.ones(4)
+    with pytest.raises(TypeError, match="`feed_forward` must be a function of x"):
+        encoder.post_ln_layer(x, lambda h: h, None, ones, ones, ones, ones)
+    with pytest.raises(ValueError, match=r"`ln2_bias` must have shape \(d_model,\) = \(4,\)"):
+        encoder.pre_ln_layer(x, lambda h: h, lambda h: h, ones, ones, ones, torch.ones(3))
+
+
+# --- 07 -----------------------------------------------------------------------------------------
+
+
+def test_mlm_head_equals_the_models_head_with_its_decoder_tied():
+    torch.manual_seed(0)
+    config = bc.BertConfig(
+        vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16
+    )
+    model = bc.BertForPreTraining(config).eval()
+    head = model.mlm
+    hidden = torch.randn(2, 3, 8)
+    with torch.no_grad():
+        ours = heads.mlm_head(
+            hidden,
+            head.dense.weight,
+            head.dense.bias,
+            head.layer_norm.weight,
+            head.layer_norm.bias,
+            model.bert.embeddings.word_embeddings.weight,
+            head.bias,
+        )
+        torch.testing.assert_close(ours, head(hidden))
+    with pytest.raises(ValueError, match=r"`decoder_bias` must have shape \(vocab,\) = \(30,\)"):
+        heads.mlm_head(
+            hidden, *(torch.ones(8, 8), torch.ones(8), torch.ones(8), torch.ones(8)), torch.ones(30, 8), torch.ones(8)
+        )
+
+
+def test_hf_to_ours_names_every_weight_of_a_transformers_checkpoint():
+    transformers = pytest.importorskip("transformers")
+    sizes = dict(vocab_size=30, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16)
+    theirs = transformers.BertForPreTraining(transformers.BertConfig(**sizes)).state_dict()
+    ours = set(bc.BertForPreTraining(bc.BertConfig(**sizes)).state_dict())
+    renamed = {hf_to_ours(key, prefixed=True) for key in theirs} - {None}
+    assert renamed == ours - {"mlm.word_embeddings.weight"}  # the tied decoder: the word table itself
