@@ -1,18 +1,32 @@
-"""End to end in a real browser: JupyterLab in headless Chromium runs the attention-explorer notebook.
+"""End to end in a real browser: JupyterLab in headless Chromium, as a learner meets the notebooks.
 
-What a learner does, done by a machine: open notebook 07, which shows ``AttentionExplorer`` on real
-weights, run every cell, look for errors, move the layer slider with the keyboard and watch the
-picture change.
+What a learner does, done by a machine:
 
-The test starts its own JupyterLab on 127.0.0.1 (a free port, a known token, and temporary Jupyter
-config, runtime, data, settings and workspace folders, so nothing of the machine's Jupyter setup is
-read or written), drives Debian's Chromium (``apt-get install chromium``, see ``.ci/run``) through
-Playwright with ``executable_path`` (never ``playwright install``: no browser is downloaded), saves
-screenshots and the server log to ``tests/artifacts/``, and stops everything it started. The whole
-test is bounded by ``TIME_LIMIT_S``.
+- open every notebook without running it (a fresh clone is untrusted, so JupyterLab will not
+  render a widget): each explorer shows the picture it drew when the notebook was executed, never
+  its text form (``VBox(children=...``) and never "Error displaying widget";
+- open notebook 07, which shows ``AttentionExplorer`` on real weights, run every cell, look for
+  errors, move the layer slider with the keyboard and watch the picture change;
+- save it, shut its kernel down, open it again: the explorer is drawn again from the widget state
+  saved with the notebook, without an error. JupyterLab saves that state only with its setting
+  "Save Widget State Automatically" (Settings menu), which the test turns on as the README tells
+  learners to; without it every widget of a reopened notebook whose kernel is gone reads
+  "Error displaying widget: model not found", whatever the notebook holds.
 
-Without Chromium or Playwright the test fails in CI (``CI=true``) and is skipped, with the reason,
-on a developer machine.
+A test without the browser checks the same promise in the files: every widget output of every
+committed notebook carries its picture beside the widget view (``tests/execute_notebooks.py``
+puts it there).
+
+The browser tests start their own JupyterLab on 127.0.0.1 (a free port, a known token, and
+temporary Jupyter config, runtime, data, settings and workspace folders, so nothing of the
+machine's Jupyter setup is read or written) on a copy of the notebooks (saving never touches the
+repository), drive Debian's Chromium (``apt-get install chromium``, see ``.ci/run``) through
+Playwright with ``executable_path`` (never ``playwright install``: no browser is downloaded), save
+screenshots and the server log to ``tests/artifacts/``, and stop everything they started. Each
+test is bounded by ``TIME_LIMIT_S`` (the unrun notebooks: ``UNRUN_LIMIT_PER_NOTEBOOK_S`` each).
+
+Without Chromium or Playwright the browser tests fail in CI (``CI=true``) and are skipped, with the
+reason, on a developer machine.
 """
 
 from __future__ import annotations
@@ -22,6 +36,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -46,19 +61,26 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXPLORER_NOTEBOOK = "notebooks/07_full_bert.ipynb"
 EXPLORER_CALL = "AttentionExplorer("
-TIME_LIMIT_S = 180
-# JupyterLab user settings for the test's own server: the run is never saved into the repository's
-# notebook (no autosave), every cell stays in the page (no virtual scrolling), and no news or
-# update check reaches for the network.
+TIME_LIMIT_S = 300
+UNRUN_LIMIT_PER_NOTEBOOK_S = 60  # opening one notebook without running it
+# JupyterLab user settings for the test's own server: nothing is saved unless the test saves (no
+# autosave), a saved notebook keeps its widgets' state (the setting the README recommends), every
+# cell stays in the page (no virtual scrolling), and no news or update check reaches for the network.
 LAB_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings": {"saveState": True},
 }
 STDERR_OUTPUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 IMAGE_CHANGE_WAIT_S = 60
+PICTURE_WAIT_S = 30
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_TEXT = re.compile(r"\b[A-Z]\w*\((children|value)=")  # a widget as text: VBox(children=..., IntSlider(value=...
+WIDGET_ERROR = "Error displaying widget"
 
 
 def in_ci() -> bool:
@@ -88,6 +110,28 @@ def explorer_cell_index(notebook: str) -> int:
         if cell["cell_type"] == "code" and EXPLORER_CALL in "".join(cell["source"]):
             return index
     raise AssertionError(f"{notebook} has no cell that calls {EXPLORER_CALL!r}")
+
+
+def has_picture(output: dict) -> bool:
+    return "image/png" in output["data"]
+
+
+def widget_outputs(path: Path) -> list[tuple[int, dict]]:
+    """(index among all cells, output) for every widget view a committed notebook shows."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [
+        (index, output)
+        for index, cell in enumerate(cells)
+        for output in cell.get("outputs", [])
+        if WIDGET_VIEW in output.get("data", {})
+    ]
+
+
+def copy_of_the_notebooks(scratch: Path) -> Path:
+    """A copy of notebooks/ (the tests save notebooks; the repository's stay as committed)."""
+    root = scratch / "course"
+    shutil.copytree(REPO / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    return root
 
 
 class Deadline:
@@ -197,6 +241,32 @@ def running_jupyter_lab(root_dir: Path, scratch: Path, deadline: Deadline) -> It
             stop_server(server)
 
 
+def api(base: str, token: str, path: str, method: str = "GET"):
+    """Call the Jupyter server's REST API; the JSON answer, or None when there is none."""
+    request = urllib.request.Request(f"{base}{path}", method=method, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = response.read()
+    return json.loads(body) if body else None
+
+
+def shut_down_kernels(base: str, token: str) -> None:
+    """Stop every kernel of the server, as a restart of JupyterLab or of the machine would."""
+    for kernel in api(base, token, "/api/kernels"):
+        api(base, token, f"/api/kernels/{kernel['id']}", method="DELETE")
+
+
+def open_notebook(page, base: str, token: str, notebook: str, deadline: Deadline, reset: bool = False) -> None:
+    query = "?reset&" if reset else "?"
+    page.goto(f"{base}/lab/tree/{notebook}{query}token={token}", timeout=deadline.left_ms())
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-CodeCell", timeout=deadline.left_ms())
+
+
+def new_page(browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(30_000)
+    return page
+
+
 def click_menu(page, menu: str, item: str) -> None:
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
     page.locator(".lm-Menu-item:visible .lm-Menu-itemLabel", has_text=re.compile(f"^{item}$")).click()
@@ -228,6 +298,22 @@ def images_in(cell) -> list[str]:
     return [image.get_attribute("src") or "" for image in cell.locator(".jp-OutputArea-output img").all()]
 
 
+def wait_for_a_picture(cell, deadline: Deadline) -> list[str]:
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-OutputArea-output img").first.wait_for(timeout=min(PICTURE_WAIT_S * 1000, deadline.left_ms()))
+    return images_in(cell)
+
+
+def save_notebook(page, deadline: Deadline) -> None:
+    """Save the open notebook and wait until the server has written it."""
+    with page.expect_response(
+        lambda response: "/api/contents/" in response.url and response.request.method == "PUT",
+        timeout=deadline.left_ms(),
+    ) as saved:
+        click_menu(page, "File", "Save Notebook")
+    assert saved.value.ok, f"saving failed: HTTP {saved.value.status}"
+
+
 def layer_slider(cell):
     """The explorer's slider labelled 'layer' (ipywidgets 8: noUiSlider; 7: jQuery UI)."""
     sliders = cell.locator(".widget-slider").filter(
@@ -237,19 +323,62 @@ def layer_slider(cell):
     return sliders.first
 
 
-def test_attention_explorer_runs_and_responds_in_jupyterlab(tmp_path: Path) -> None:
+def test_every_widget_output_carries_its_picture() -> None:
+    """Without a browser: the files hold what an unrun notebook needs to show each explorer as drawn."""
+    assert NOTEBOOKS, "no notebooks/NN_name.ipynb found"
+    missing = [
+        f"{path.name} cell {index}"
+        for path in NOTEBOOKS
+        for index, output in widget_outputs(path)
+        if not has_picture(output)
+    ]
+    assert not missing, (
+        "widget outputs without the picture they drew (re-execute with python tests/execute_notebooks.py): "
+        + ", ".join(missing)
+    )
+
+
+def test_unrun_notebooks_show_every_explorer_as_drawn(tmp_path: Path) -> None:
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    # The notebooks whose widget outputs all carry their picture; the test above names any other.
+    shown = [(path, widget_outputs(path)) for path in NOTEBOOKS]
+    shown = [(path, outputs) for path, outputs in shown if outputs and all(has_picture(o) for _, o in outputs)]
+    assert shown, "no notebook shows a widget with its picture"
+    deadline = Deadline(UNRUN_LIMIT_PER_NOTEBOOK_S * len(shown))
+    root = copy_of_the_notebooks(tmp_path)
+    with running_jupyter_lab(root, tmp_path, deadline) as (base, token), sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = new_page(browser)
+            for path, outputs in shown:
+                open_notebook(page, base, token, f"notebooks/{path.name}", deadline, reset=True)
+                for index in sorted({index for index, _ in outputs}):
+                    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+                    wait_for_a_picture(cell, deadline)
+                    text = cell.locator(".jp-Cell-outputArea").inner_text()
+                    where = f"{path.name}, cell {index}, before running"
+                    assert not WIDGET_TEXT.search(text), f"{where}: the widget shows as text: {text[:200]!r}"
+                    assert WIDGET_ERROR not in text, f"{where}: {text[:200]!r}"
+                page.screenshot(path=str(ARTIFACTS / f"unrun_{path.stem}.png"))
+                shut_down_kernels(base, token)  # opening started one; the next notebook starts its own
+        finally:
+            browser.close()
+
+
+def test_attention_explorer_runs_responds_and_reopens_in_jupyterlab(tmp_path: Path) -> None:
     require_browser()
     from playwright.sync_api import sync_playwright
 
     deadline = Deadline(TIME_LIMIT_S)
     notebook, explorer_index = EXPLORER_NOTEBOOK, explorer_cell_index(EXPLORER_NOTEBOOK)
-    with running_jupyter_lab(REPO, tmp_path, deadline) as (base, token), sync_playwright() as playwright:
+    root = copy_of_the_notebooks(tmp_path)
+    with running_jupyter_lab(root, tmp_path, deadline) as (base, token), sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(30_000)
-            page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}", timeout=deadline.left_ms())
-            page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-CodeCell", timeout=deadline.left_ms())
+            page = new_page(browser)
+            open_notebook(page, base, token, notebook, deadline, reset=True)
             wait_for_kernel_idle(page, deadline)
 
             click_menu(page, "Edit", "Clear Outputs of All Cells")
@@ -265,7 +394,7 @@ def test_attention_explorer_runs_and_responds_in_jupyterlab(tmp_path: Path) -> N
             explorer = page.locator(".jp-Notebook .jp-Cell").nth(explorer_index)
             explorer.scroll_into_view_if_needed()
             explorer.locator(".jupyter-widgets").first.wait_for(timeout=deadline.left_ms())
-            assert "Error displaying widget" not in explorer.inner_text()
+            assert WIDGET_ERROR not in explorer.inner_text()
             slider = layer_slider(explorer)
             before = images_in(explorer)
             assert before, "the explorer drew no image"
@@ -284,5 +413,18 @@ def test_attention_explorer_runs_and_responds_in_jupyterlab(tmp_path: Path) -> N
             after = images_in(explorer)
             assert after and after != before, "moving the layer slider did not redraw the explorer's picture"
             assert page.locator(STDERR_OUTPUT).count() == 0, "moving the slider wrote to stderr"
+
+            save_notebook(page, deadline)
+            shut_down_kernels(base, token)
+            reopened = new_page(browser)
+            page.close()
+            open_notebook(reopened, base, token, notebook, deadline)
+            wait_for_kernel_idle(reopened, deadline)
+            explorer = reopened.locator(".jp-Notebook .jp-Cell").nth(explorer_index)
+            explorer.scroll_into_view_if_needed()
+            explorer.locator(".jupyter-widgets").first.wait_for(timeout=deadline.left_ms())
+            assert wait_for_a_picture(explorer, deadline) == after, "the reopened explorer lost its last drawing"
+            assert WIDGET_ERROR not in explorer.inner_text(), "the reopened notebook cannot display its explorer"
+            explorer.screenshot(path=str(ARTIFACTS / "browser_explorer_reopened.png"))
         finally:
             browser.close()
