@@ -19,6 +19,7 @@ import sys
 from . import (
     attention,
     bert,
+    fine_tuning,
     inside,
     layernorm_ffn,
     long_inputs,
@@ -64,6 +65,8 @@ EXERCISES: dict[str, Exercise] = {
         pretraining.MLM_CORRUPT,
         pretraining.TRUNCATE_PAIR,
         pretraining.MLM_ACCURACY,
+        fine_tuning.ALIGN_WORD_LABELS,
+        fine_tuning.BEST_SPAN,
         long_inputs.WINDOW_SPANS,
         long_inputs.MERGE_SOFTMAX_BLOCKS,
         long_inputs.LOCAL_GLOBAL_MASK,
