@@ -213,6 +213,19 @@ def test_a_new_sentence_gives_the_token_lists_its_tokens_and_draws_once(neuron):
     assert (neuron.drawn["query"], neuron.drawn["key"]) == (4, 4)
 
 
+def test_neuron_view_computes_each_head_once_per_sentence(pretrained):
+    model, tok = pretrained
+    calls, hook = count_forward_calls(model.embeddings)
+    try:
+        explorer = NeuronViewExplorer(model, tok, text=TEXT, layer=2, head=4)
+        explorer.query.value, explorer.key.value = 5, 1  # the same head: its vectors are kept
+        explorer.head.value = 5
+        explorer.head.value = 4
+        assert len(calls) == 2  # (TEXT, 2, 4) and (TEXT, 2, 5)
+    finally:
+        hook.remove()
+
+
 def test_neuron_view_answers_bad_input_with_a_message(neuron):
     options = neuron.query.options
     neuron.text.value = ""
