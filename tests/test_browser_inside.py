@@ -2,8 +2,8 @@
 
 What a learner does: open notebook 08, run every cell, type a sentence into the model view and press
 Enter, then move the enlarged head with the keyboard; after each, the picture must change, and nothing
-may land on stderr. The JupyterLab server, the Chromium launch and the waits are those of
-``tests/test_browser.py`` (imported, not copied); screenshots go to ``tests/artifacts/``.
+may land on stderr. The JupyterLab server (on a copy of the notebooks), the Chromium launch and the waits
+are those of ``tests/test_browser.py`` (imported, not copied); screenshots go to ``tests/artifacts/``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from test_browser import (
     STDERR_OUTPUT,
     Deadline,
     click_menu,
+    copy_of_the_notebooks,
     images_in,
     require_browser,
     running_jupyter_lab,
@@ -66,7 +67,8 @@ def test_model_view_takes_a_typed_sentence_and_a_new_head_in_jupyterlab(tmp_path
 
     deadline = Deadline(TIME_LIMIT_S)
     explorer_index = cell_index(NOTEBOOK, MODEL_VIEW_CALL)
-    with running_jupyter_lab(REPO, tmp_path, deadline) as (base, token), sync_playwright() as playwright:
+    root = copy_of_the_notebooks(tmp_path)  # the repository's notebook stays as committed
+    with running_jupyter_lab(root, tmp_path, deadline) as (base, token), sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
