@@ -20,6 +20,8 @@ tokenizer    WordPiece with [CLS]/[SEP], segments and padding (07)
 
 Using and training it, notebooks 08-12 (imported as ``bertcourse.<part>``):
 
+pooling      masked mean pooling: sentence embeddings as sentence-transformers makes them (08)
+inside       measurements inside BERT: neuron view, head roles, rollout, perturbation, ablation (08)
 finetuning   sequence, token and question-answering heads (10)
 
 Around them: ``exercises`` (checkers that diagnose a learner's mistake), ``experiments`` (the
