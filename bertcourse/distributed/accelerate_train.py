@@ -45,8 +45,18 @@ from .train import FAILURE_MARK
 MIXED_PRECISION = {"fp32": "no", "bf16": "bf16", "fp16": "fp16"}
 
 
-def train_accelerate(out, *, steps: int = 8, global_batch: int = 32, lr: float = 1e-3, seed: int = 0, precision="fp32"):
-    """Train with Accelerate; the main process writes ``out/model`` and ``out/result.json``."""
+def train_accelerate(
+    out,
+    *,
+    steps: int = 8,
+    global_batch: int = 32,
+    lr: float = 1e-3,
+    seed: int = 0,
+    precision: str = "fp32",
+    progress: bool = True,
+):
+    """Train with Accelerate; the main process writes ``out/model`` and ``out/result.json`` (and prints
+    the loss 4 times in the run unless ``progress=False``)."""
     if precision not in MIXED_PRECISION:
         raise ValueError(f"`precision` must be one of {sorted(MIXED_PRECISION)}, got {precision!r}.")
     accelerator = Accelerator(mixed_precision=MIXED_PRECISION[precision], cpu=not torch.cuda.is_available())
@@ -74,7 +84,7 @@ def train_accelerate(out, *, steps: int = 8, global_batch: int = 32, lr: float =
         optimizer.step()
         scheduler.step()
         losses.append(float(accelerator.gather_for_metrics(loss.detach()[None]).float().mean()))
-        if accelerator.is_main_process and len(losses) % max(steps // 4, 1) == 0:
+        if progress and accelerator.is_main_process and len(losses) % max(steps // 4, 1) == 0:
             print(f"step {len(losses)}: loss {losses[-1]:.3f}", flush=True)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:

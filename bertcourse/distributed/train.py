@@ -61,8 +61,11 @@ def train_data_parallel(
     resume: bool = False,
     fail_rank: int | None = None,
     fail_step: int | None = None,
+    progress: bool = True,
 ) -> dict:
-    """Train on this process's share; rank 0 writes ``out/model``, ``out/result.json``; returns the result."""
+    """Train on this process's share; rank 0 writes ``out/model``, ``out/result.json``; returns the result.
+
+    Rank 0 prints the loss 4 times in the run unless ``progress=False``."""
     autocast_dtype = None if precision == "fp32" else precision_dtype(precision)
     distributed = dist.is_initialized()
     rank, world_size = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
@@ -107,7 +110,7 @@ def train_data_parallel(
                 save_checkpoint(checkpoint, model, optimizer, scheduler, history, scaler)
             if distributed:
                 dist.barrier()  # no rank goes on before the checkpoint is complete
-        if rank == 0 and history.step % max(steps // 4, 1) == 0:
+        if progress and rank == 0 and history.step % max(steps // 4, 1) == 0:
             print(f"step {history.step}: loss {values['loss']:.3f}", flush=True)
     seconds = time.perf_counter() - started if started is not None else None
     result = {
