@@ -6,7 +6,14 @@ import pytest
 import torch
 
 import bertcourse as bc
-from bertcourse.precision import LossScaler, autocast_dtypes, format_facts, precision_dtype, round_trip
+from bertcourse.precision import (
+    LossScaler,
+    autocast_dtypes,
+    format_facts,
+    precision_dtype,
+    round_trip,
+    training_step_cost,
+)
 
 
 def test_the_three_formats_in_numbers():
@@ -79,3 +86,18 @@ def test_bad_scaler_settings_are_explained():
         LossScaler(backoff_factor=2)
     with pytest.raises(TypeError, match=r"`growth_interval` must be a positive int, got bool True"):
         LossScaler(growth_interval=True)
+
+
+def test_a_training_step_is_measured_in_fp32_and_bf16_and_bf16_takes_less_memory():
+    from bertcourse.distributed import make_dataset, tiny_config
+
+    torch.manual_seed(0)
+    model = bc.BertForPreTraining(tiny_config())
+    batch = make_dataset(rows=8)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    cost = {name: training_step_cost(model, batch, name, repeats=1) for name in ("fp32", "bf16")}
+    assert all(figures["seconds"] > 0 for figures in cost.values())
+    assert cost["bf16"]["peak_bytes"] < cost["fp32"]["peak_bytes"]  # bf16 activations take half the bytes
+    assert all(torch.equal(p, before[name]) for name, p in model.named_parameters())  # learning rate 0
+    with pytest.raises(ValueError, match=r"`precision` must be one of"):
+        training_step_cost(model, batch, "float16")
