@@ -964,3 +964,46 @@ def test_progress_lists_every_exercise_met_with_its_latest_verdict(monkeypatch):
     assert lines[2].split()[:4] == ["03", "causal_mask", "❌", "wrong"]
     assert lines[2].endswith("(the upper triangle)")
     assert "| `03 causal_mask` | ❌ wrong (the upper triangle) |" in progress()._repr_markdown_()
+
+
+# --- two slips at once ---------------------------------------------------------------------------
+
+
+def test_two_slips_at_once_are_named_together_with_both_hints():
+    def unbiased_without_affine(x, weight, bias, eps=1e-12):
+        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps)
+
+    result = check("layer_norm", unbiased_without_affine)
+    assert result.mistake == "the unbiased variance and gamma and beta left out"
+    assert result.message == (
+        "❌ Wrong: looks like the unbiased variance and gamma and beta left out. Hint: divide by d, not d - 1: "
+        "`unbiased=False`. scale and shift at the end: `normalised * weight + bias`."
+    )
+
+    def unscaled_over_queries(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = scores.softmax(dim=-2)
+        return weights @ v, weights
+
+    assert check("scaled_dot_product_attention", unscaled_over_queries).mistake == (
+        "no scaling and the softmax over the queries"
+    )
+
+
+@pytest.mark.parametrize("name", [name for name in NAMES if EXERCISES[name].knobs])
+def test_every_knob_setting_differs_from_the_reference(name):
+    exercise = EXERCISES[name]
+    for knob in exercise.knobs:
+        for index in range(1, len(knob.options)):
+            settings = {k.name: k.options[0][0] for k in exercise.knobs} | {knob.name: knob.options[index][0]}
+            result = check(name, lambda *args, s=settings: exercise.variant(s, *args))
+            assert result.status == "wrong", (knob.name, knob.options[index][1])
+
+
+@pytest.mark.parametrize("name", [name for name in NAMES if EXERCISES[name].knobs])
+def test_the_knobs_at_their_first_options_are_the_reference(name):
+    exercise = EXERCISES[name]
+    settings = {knob.name: knob.options[0][0] for knob in exercise.knobs}
+    assert check(name, lambda *args: exercise.variant(settings, *args)).status == "correct"

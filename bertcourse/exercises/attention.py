@@ -19,7 +19,7 @@ from ..attention import (
 )
 from ..masks import padding_mask
 from .random_inputs import _randn, _weights
-from .records import Case, Exercise, Mistake
+from .records import Case, Exercise, Knob, Mistake
 
 # --- 01: Q, K, V projections ------------------------------------------------------------------
 
@@ -463,6 +463,70 @@ def _sdpa_mask_after_softmax(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def _attention_variant(settings, q, k, v, mask=None):
+    """Scaled dot-product attention with each of its parts chosen by ``settings`` (the knobs below)."""
+    divisor = {
+        "sqrt d_k": math.sqrt(q.shape[-1]),
+        "1": 1.0,
+        "d_k": q.shape[-1],
+        "sqrt d_v": math.sqrt(v.shape[-1]),
+        "8": 8.0,
+        "d_k / 2": q.shape[-1] / 2,
+        "sqrt k_len": math.sqrt(k.shape[-2]),
+    }[settings["scale"]]
+    scores = q @ k.transpose(-2, -1) / divisor
+    handling = settings["mask"] if mask is not None else "none"
+    if handling == "fill":
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    elif handling == "inverted":
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+    elif handling == "zero":
+        scores = scores.masked_fill(~mask, 0.0)
+    elif handling == "added":
+        scores = scores + mask
+    weights = torch.softmax(scores, dim=settings["dim"])
+    if handling == "after":
+        weights = weights * mask
+    output = weights @ v
+    return (weights, output) if settings["order"] == "swapped" else (output, weights)
+
+
+_ATTENTION_KNOBS = (
+    Knob(
+        "scale",
+        (
+            ("sqrt d_k", "", ""),
+            ("1", "no scaling", "divide the scores by √d_k."),
+            ("d_k", "a division by d_k", "divide by the square root of d_k."),
+            ("sqrt d_v", "a division by √d_v", "the scale is √d_k, the width of the queries and keys."),
+            ("8", "a scale of 8", "take d_k from the input: `math.sqrt(q.shape[-1])`."),
+            ("d_k / 2", "a division by d_k / 2 (`d_k ** 1/2`)", "`d_k ** 1/2` is d_k / 2: write `d_k ** 0.5`."),
+            ("sqrt k_len", "a division by √(number of keys)", "the scale is √d_k, the width of one query."),
+        ),
+    ),
+    Knob(
+        "dim",
+        (
+            (-1, "", ""),
+            (-2, "the softmax over the queries", "each query's weights over the keys sum to 1: `dim=-1`."),
+            (1, "the softmax over `dim=1`", "count from the end: `dim=-1`."),
+        ),
+    ),
+    Knob(
+        "mask",
+        (
+            ("fill", "", ""),
+            ("none", "the mask ignored", "fill the masked scores before the softmax."),
+            ("inverted", "the mask inverted", "True means *may attend*: fill where the mask is False."),
+            ("zero", "masked scores set to 0", "fill with `torch.finfo(scores.dtype).min`, not 0."),
+            ("added", "the mask added to the scores", "fill the blocked scores instead of adding the mask."),
+            ("after", "the mask applied after the softmax", "mask the scores before the softmax."),
+        ),
+    ),
+    Knob("order", (("right", "", ""), ("swapped", "the outputs swapped", "return `(output, weights)`."))),
+)
+
+
 SCALED_DOT_PRODUCT_ATTENTION = Exercise(
     name="scaled_dot_product_attention",
     reference=scaled_dot_product_attention,
@@ -472,6 +536,8 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
     "shape (..., q_len, k_len), and `output = weights @ v`, shape (..., q_len, d_v).",
     start="the raw scores of notebook 01 first; then the scale, which depends on the width of one query.",
     make_cases=_sdpa_cases,
+    knobs=_ATTENTION_KNOBS,
+    variant=_attention_variant,
     outputs=("output", "weights"),
     axes={"output": ("query rows", "feature columns"), "weights": ("query rows", "key columns")},
     notebook="02",

@@ -23,7 +23,7 @@ from ..positional import sinusoidal_position_encoding
 from ..weights import hf_to_ours
 from .diagnosis import is_int
 from .random_inputs import _ln_params, _randn
-from .records import Case, Exercise, Mistake
+from .records import Case, Exercise, Knob, Mistake
 
 
 def _embedding_cases(g):
@@ -412,6 +412,66 @@ def _mlm_default_eps(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_
     return F.layer_norm(h, h.shape[-1:], ln_weight, ln_bias) @ word_embeddings.T + decoder_bias
 
 
+def _mlm_variant(
+    settings, hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12
+):
+    """The MLM head with each of its parts chosen by ``settings`` (the knobs below)."""
+    activation = {
+        "gelu": F.gelu,
+        "relu": torch.relu,
+        "tanh": lambda h: F.gelu(h, approximate="tanh"),
+        "none": lambda h: h,
+    }[settings["activation"]]
+    dense = hidden @ (dense_weight.T if settings["dense"] == "W.T" else dense_weight) + dense_bias
+    gamma, beta = (ln_bias, ln_weight) if settings["norm"] == "swapped" else (ln_weight, ln_bias)
+    eps = 1e-5 if settings["eps"] == "default" else eps
+    if settings["norm"] == "none":
+        h = activation(dense)
+    elif settings["order"] == "norm first":
+        h = activation(layer_norm(dense, gamma, beta, eps))
+    else:
+        h = layer_norm(activation(dense), gamma, beta, eps)
+    logits = h @ word_embeddings.T + (decoder_bias if settings["bias"] else 0.0)
+    return {
+        "logits": lambda: logits,
+        "softmax": lambda: torch.softmax(logits, dim=-1),
+        "log_softmax": lambda: torch.log_softmax(logits, dim=-1),
+    }[settings["output"]]()
+
+
+_MLM_KNOBS = (
+    Knob(
+        "activation",
+        (
+            ("gelu", "", ""),
+            ("relu", "ReLU instead of GELU", "BERT's head uses the exact GELU."),
+            ("tanh", "GELU's tanh approximation", "use the exact (erf) GELU, `F.gelu(h)`."),
+            ("none", "no GELU", "dense -> GELU -> LayerNorm."),
+        ),
+    ),
+    Knob("dense", (("W.T", "", ""), ("W", "the dense weight not transposed", "nn.Linear computes `x @ W.T + b`."))),
+    Knob(
+        "norm",
+        (
+            ("right", "", ""),
+            ("none", "no LayerNorm", "normalise with `ln_weight`, `ln_bias` before the decoder."),
+            ("swapped", "the LayerNorm's gamma and beta swapped", "`ln_weight` scales, `ln_bias` shifts."),
+        ),
+    ),
+    Knob("order", (("gelu first", "", ""), ("norm first", "the LayerNorm before the GELU", "GELU, then LayerNorm."))),
+    Knob("bias", ((True, "", ""), (False, "the decoder's bias left out", "add `decoder_bias` to the logits."))),
+    Knob(
+        "output",
+        (
+            ("logits", "", ""),
+            ("softmax", "probabilities instead of logits", "return the logits, before any softmax."),
+            ("log_softmax", "log-probabilities instead of logits", "return the logits: the loss adds the log-softmax."),
+        ),
+    ),
+    Knob("eps", (("given", "", ""), ("default", "PyTorch's default eps", "pass `eps` on to the LayerNorm."))),
+)
+
+
 MLM_HEAD = Exercise(
     name="mlm_head",
     reference=mlm_head,
@@ -422,6 +482,8 @@ MLM_HEAD = Exercise(
     "the logits (..., vocab): dense -> exact GELU -> LayerNorm -> decoder.",
     start="the dense layer is an nn.Linear (weight (out, in)); the decoder is the word table itself.",
     make_cases=_mlm_cases,
+    knobs=_MLM_KNOBS,
+    variant=_mlm_variant,
     axes={"": ("token rows", "vocabulary columns")},
     notebook="07",
     mistakes=(

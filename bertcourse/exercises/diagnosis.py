@@ -280,7 +280,7 @@ def value_problem(exercise, case: Case, subject: str, value, expected: torch.Ten
             "tensors on the inputs' device (`device=x.device`), never on a fixed one."
         )
     if tuple(value.shape) != tuple(expected.shape):
-        return _shape_problem(subject, tuple(value.shape), tuple(expected.shape))
+        return _shape_problem(subject, tuple(value.shape), tuple(expected.shape), axes)
     if value.dtype != expected.dtype:
         return _dtype_problem(exercise, case, subject, value, expected)
     if value.dtype.is_complex:
@@ -297,6 +297,9 @@ def value_problem(exercise, case: Case, subject: str, value, expected: torch.Ten
                 )
     if same_value(exercise, value, expected):
         return None
+    unchanged = _an_input(case, value)
+    if unchanged is not None:
+        return f"{subject} is one of the inputs, unchanged (argument {unchanged + 1}): nothing was computed from it."
     if value.dtype == torch.bool:
         return _mask_problem(subject, value, expected, axes)
     return _numbers_problem(exercise, case, subject, value, expected, axes)
@@ -309,8 +312,35 @@ _NON_FINITE_HINT = {
 }
 
 
-def _shape_problem(subject: str, got: tuple, want: tuple) -> str:
+def _an_input(case: Case, value: torch.Tensor) -> int | None:
+    """The index of an argument that ``value`` equals exactly, if any."""
+    for index, argument in enumerate(case.args):
+        same_kind = (
+            isinstance(argument, torch.Tensor) and argument.shape == value.shape and argument.dtype == value.dtype
+        )
+        if same_kind and bool(torch.equal(argument, value)):
+            return index
+    return None
+
+
+def _shape_problem(subject: str, got: tuple, want: tuple, axes=()) -> str:
     text = f"{subject} has shape {got}; expected {want}."
+    if len(got) == len(want):
+        differing = [i for i in range(len(got)) if got[i] != want[i]]
+        if len(differing) == 1:
+            i = differing[0]
+            name = _axis_name(i, len(got), axes)
+            if name.startswith("entries along"):
+                name = f"axis {i}"
+            ratio = want[i] / got[i] if got[i] else 0
+            more = (
+                f" ({ratio:g} times too few: is every part there?)"
+                if ratio > 1 and ratio == int(ratio)
+                else f" ({1 / ratio:g} times too many)"
+                if 0 < ratio < 1 and 1 / ratio == int(1 / ratio)
+                else ""
+            )
+            return text + f" Only the {name} differ: {got[i]} instead of {want[i]}{more}."
     if len(got) == len(want) >= 2 and got[:-2] == want[:-2] and got[-2:] == want[-2:][::-1]:
         return text + " The last two axes are swapped: a transpose too many, or too few?"
     if len(got) < len(want) and want[len(want) - len(got) :] == got:
@@ -357,8 +387,27 @@ def _mask_problem(subject: str, value: torch.Tensor, expected: torch.Tensor, axe
     )
     if bool(differ.all()):
         return text + " It is exactly the right mask inverted: in this course True means *may attend*."
-    relation = _rearranged(value, expected, axes) or _localised(differ, axes)
+    relation = _mask_pattern(value) or _rearranged(value, expected, axes) or _localised(differ, axes)
     return text + (f" {relation}" if relation else "")
+
+
+def _mask_pattern(value: torch.Tensor) -> str | None:
+    """What a wrong boolean mask is, when it is a simple pattern: all True, the diagonal, a triangle."""
+    if bool(value.all()):
+        return "Your mask is True everywhere: it blocks nothing."
+    if not bool(value.any()):
+        return "Your mask is False everywhere: it allows nothing."
+    if value.dim() < 2 or value.shape[-1] != value.shape[-2]:
+        return None
+    n = value.shape[-1]
+    ones = torch.ones(n, n, dtype=torch.bool)
+    if bool((value == torch.eye(n, dtype=torch.bool)).all()):
+        return "Only its diagonal is True: every token may attend to itself alone."
+    for name, triangle in (("tril", ones.tril), ("triu", ones.triu)):
+        for diagonal in range(-n + 1, n):
+            if bool((value == triangle(diagonal)).all()):
+                return f"It equals `torch.{name}(ones, diagonal={diagonal})`."
+    return None
 
 
 def _numbers_problem(exercise, case: Case, subject: str, value: torch.Tensor, expected: torch.Tensor, axes) -> str:
@@ -374,6 +423,7 @@ def _numbers_problem(exercise, case: Case, subject: str, value: torch.Tensor, ex
     atol, rtol = tolerance(exercise, expected.dtype)
     relation = (
         _scaled(v, e, case)
+        or _scaled_per_slice(v, e, axes)
         or _dropout(v, e)
         or _offset(v, e)
         or _rearranged(v, e, axes, atol=atol, rtol=rtol)
@@ -414,6 +464,37 @@ def _constant_name(factor: float, case: Case) -> str:
             if abs(factor - value) <= 1e-3 * abs(value):
                 return "" if name == f"{factor:.4g}" else f" (= {name})"
     return ""
+
+
+def _scaled_per_slice(v: torch.Tensor, e: torch.Tensor, axes) -> str | None:
+    """Each slice along one axis is the right one times a factor of its own, or each entry is the right one times
+    a factor of its row and one of its column."""
+    if v.dim() < 1 or bool((e == 0).any()):
+        return None
+    ratio = v / e
+    for axis in range(v.dim() - 1, -1, -1):
+        if v.shape[axis] < 2:
+            continue
+        first = ratio.narrow(axis, 0, 1)
+        changed = (first - 1).abs() > 1e-3
+        if _near(ratio, first.expand_as(ratio)) and 2 * int(changed.sum()) > changed.numel() > 1:
+            others = [_axis_name(a, v.dim(), axes) for a in range(v.dim()) if a != axis and v.shape[a] > 1]
+            slices = others[-1] if others else "slice"
+            return (
+                f"Each of your {slices} is the right one times a factor of its own: a division by a sum, a norm "
+                "or a maximum that should not be there (or is the wrong one)?"
+            )
+    if v.dim() >= 2 and v.shape[-1] > 1 and v.shape[-2] > 1:
+        rows, columns = ratio[..., :, :1], ratio[..., :1, :]
+        both_vary = not _near(rows, rows[..., :1, :].expand_as(rows)) and not _near(
+            columns, columns[..., :1].expand_as(columns)
+        )
+        if both_vary and _near(ratio * ratio[..., :1, :1], rows * columns):
+            return (
+                "Each entry is the right one times a factor of its row and a factor of its column: vectors "
+                "normalised (or scaled) before the product, as for a cosine similarity?"
+            )
+    return None
 
 
 def _dropout(v: torch.Tensor, e: torch.Tensor) -> str | None:
@@ -543,7 +624,23 @@ def text_problem(subject: str, value, expected: str | None) -> str | None:
     shown = repr(value) if isinstance(value, str) or value is None else kind(value)
     if isinstance(value, str) and len(shown) > 100:
         shown = shown[:97] + "..."
-    return f"{subject} is {shown}; expected {expected!r}."
+    text = f"{subject} is {shown}; expected {expected!r}."
+    if isinstance(value, str) and isinstance(expected, str):
+        separator = "." if "." in value and "." in expected else ""
+        mine, right = (value.split("."), expected.split(".")) if separator else (list(value), list(expected))
+        start = 0
+        while start < min(len(mine), len(right)) and mine[start] == right[start]:
+            start += 1
+        end = 0
+        while end < min(len(mine), len(right)) - start and mine[-1 - end] == right[-1 - end]:
+            end += 1
+        differ_mine = separator.join(mine[start : len(mine) - end])
+        differ_right = separator.join(right[start : len(right) - end])
+        if len(differ_mine) + len(differ_right) < min(len(value), len(expected)):
+            return text + f" The part that differs: {differ_mine!r} where the right name has {differ_right!r}."
+    if expected is None:
+        return text + " None means: this key has no counterpart to load."
+    return text
 
 
 def count_problem(value, expected: int) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 
 import torch
 
@@ -85,6 +86,16 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
                 mistake=mistake.name,
             )
 
+    combination = _knob_match(exercise, learner)
+    if combination is not None:
+        slips, hints = combination
+        return CheckResult(
+            exercise.name,
+            WRONG,
+            f"❌ Wrong: looks like {' and '.join(slips)}. Hint: {' '.join(hints)}",
+            mistake=" and ".join(slips),
+        )
+
     index = next(i for i, problem in enumerate(problems) if problem)
     case = cases[index]
     lines = [
@@ -98,7 +109,7 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
     return CheckResult(exercise.name, WRONG, "\n".join(lines))
 
 
-def _matches(exercise: Exercise, learner: list[Outcome], wrong: list[Outcome]) -> bool:
+def _matches(exercise: Exercise, learner: list[Outcome], wrong) -> bool:
     """True when the mistake explains the learner's outcome on every case.
 
     It must also give at least one equal output, or fail on every case with the same telling kind of
@@ -115,6 +126,32 @@ def _matches(exercise: Exercise, learner: list[Outcome], wrong: list[Outcome]) -
             return False
         equal_outputs += 1
     return equal_outputs > 0 or (len(kinds) == 1 and kinds.isdisjoint({None, "shape", "signature"}))
+
+
+_MAX_SLIPS = 2  # combinations of at most this many slips are tried: more would name a different formula
+
+
+def _knob_match(exercise: Exercise, learner: list[Outcome]) -> tuple[list[str], list[str]] | None:
+    """The slips and hints of the first combination of the exercise's knobs that explains the learner's outcome."""
+    if not exercise.knobs:
+        return None
+    choices = [range(len(knob.options)) for knob in exercise.knobs]
+    combinations = [c for c in itertools.product(*choices) if 0 < sum(i != 0 for i in c) <= _MAX_SLIPS]
+    combinations.sort(key=lambda c: sum(i != 0 for i in c))
+    for combination in combinations:
+        outcomes = (_variant_outcome(exercise, combination, index) for index in range(len(learner)))
+        if _matches(exercise, learner, outcomes):
+            chosen = [knob.options[i] for knob, i in zip(exercise.knobs, combination, strict=True) if i]
+            return [slip for _, slip, _ in chosen], [hint for _, _, hint in chosen]
+    return None
+
+
+@functools.cache
+def _variant_outcome(exercise: Exercise, combination: tuple[int, ...], index: int) -> Outcome:
+    """What the exercise's formula gives on case ``index`` with the knobs set as in ``combination`` (built once)."""
+    cases, _, names = prepared(exercise)
+    settings = {knob.name: knob.options[i][0] for knob, i in zip(exercise.knobs, combination, strict=True)}
+    return call(functools.partial(exercise.variant, settings), cases[index].args, names, time_limit=60.0)
 
 
 def _same_output(exercise: Exercise, value, other) -> bool:
@@ -144,11 +181,11 @@ def case_problem(exercise: Exercise, case: Case, outcome: Outcome, expected) -> 
             return (
                 f"Your function returned the right items in the order ({', '.join(order)}); return them as ({names})."
             )
-        for name, item, exp in zip(exercise.outputs, value, expected, strict=True):
-            problem = _item_problem(exercise, case, f"`{name}`", item, exp, exercise.axes.get(name, ()))
-            if problem:
-                return problem
-        return None
+        problems = [
+            _item_problem(exercise, case, f"`{name}`", item, exp, exercise.axes.get(name, ()))
+            for name, item, exp in zip(exercise.outputs, value, expected, strict=True)
+        ]
+        return "\n".join(problem for problem in problems if problem) or None
     return _item_problem(exercise, case, "Your output", value, expected, exercise.axes.get("", ()))
 
 

@@ -20,7 +20,7 @@ from ..layernorm import layer_norm
 from ..masks import padding_mask
 from ..multihead import multi_head_attention
 from .random_inputs import _ln_params, _randn, _weights
-from .records import Case, Exercise, Mistake
+from .records import Case, Exercise, Knob, Mistake
 
 
 def _layer_norm_cases(g):
@@ -96,6 +96,58 @@ def _ln_no_gamma_beta(x, weight, bias, eps=1e-12):
     return (x - mean) / torch.sqrt(variance + eps)
 
 
+def _layer_norm_variant(settings, x, weight, bias, eps=1e-12):
+    """LayerNorm with each of its parts chosen by ``settings`` (see the knobs below)."""
+    dims = {"features": (-1,), "tokens": (-2,), "everything": tuple(range(x.dim()))}[settings["axis"]]
+    mean = x.mean(dim=dims, keepdim=True) if settings["centre"] else 0.0
+    variance = x.var(dim=dims, keepdim=True, unbiased=settings["unbiased"])
+    spread = {
+        "sqrt(var + eps)": lambda: torch.sqrt(variance + eps),
+        "std + eps": lambda: torch.sqrt(variance) + eps,
+        "var + eps": lambda: variance + eps,
+        "std": lambda: torch.sqrt(variance),
+    }[settings["spread"]]()
+    normalised = (x - mean) / spread
+    return {
+        "gamma x + beta": lambda: normalised * weight + bias,
+        "none": lambda: normalised,
+        "swapped": lambda: normalised * bias + weight,
+        "(x + beta) gamma": lambda: (normalised + bias) * weight,
+    }[settings["affine"]]()
+
+
+_LAYER_NORM_KNOBS = (
+    Knob(
+        "axis",
+        (
+            ("features", "", ""),
+            ("tokens", "normalising over the tokens", "normalise each vector over its own features, `dim=-1`."),
+            ("everything", "normalising over every entry", "normalise each vector on its own: `dim=-1`, not all axes."),
+        ),
+    ),
+    Knob("centre", ((True, "", ""), (False, "the mean not subtracted", "subtract each vector's mean first."))),
+    Knob(
+        "spread",
+        (
+            ("sqrt(var + eps)", "", ""),
+            ("std + eps", "eps added to the standard deviation", "divide by `torch.sqrt(variance + eps)`."),
+            ("var + eps", "a division by the variance", "divide by the square root of the variance (plus eps)."),
+            ("std", "eps ignored", "add `eps` to the variance under the square root."),
+        ),
+    ),
+    Knob("unbiased", ((False, "", ""), (True, "the unbiased variance", "divide by d, not d - 1: `unbiased=False`."))),
+    Knob(
+        "affine",
+        (
+            ("gamma x + beta", "", ""),
+            ("none", "gamma and beta left out", "scale and shift at the end: `normalised * weight + bias`."),
+            ("swapped", "gamma and beta swapped", "`weight` scales and `bias` shifts."),
+            ("(x + beta) gamma", "beta added before gamma scales", "scale first, then shift: `* weight + bias`."),
+        ),
+    ),
+)
+
+
 LAYER_NORM = Exercise(
     name="layer_norm",
     reference=layer_norm,
@@ -104,6 +156,8 @@ LAYER_NORM = Exercise(
     "(biased variance, eps inside the square root), times `weight`, plus `bias`.",
     start="each vector's mean over its own features, the last axis, first.",
     make_cases=_layer_norm_cases,
+    knobs=_LAYER_NORM_KNOBS,
+    variant=_layer_norm_variant,
     axes={"": ("token rows", "feature columns")},
     notebook="06",
     mistakes=(
@@ -212,6 +266,50 @@ def _ffn_gelu_after_output(x, w1, b1, w2, b2):
     return gelu(gelu(x @ w1 + b1) @ w2 + b2)
 
 
+def _ffn_variant(settings, x, w1, b1, w2, b2):
+    """The feed-forward block with each of its parts chosen by ``settings``."""
+    activation = {
+        "gelu": gelu,
+        "relu": torch.relu,
+        "tanh gelu": lambda h: F.gelu(h, approximate="tanh"),
+        "sigmoid": torch.sigmoid,
+        "none": lambda h: h,
+    }[settings["activation"]]
+    first = x @ w1 + (b1 if settings["b1"] else 0.0)
+    output = activation(first) @ w2 + (b2 if settings["b2"] else 0.0)
+    return {
+        "none": lambda: output,
+        "residual": lambda: x + output,
+        "layer norm": lambda: F.layer_norm(output, output.shape[-1:]),
+        "activation": lambda: activation(output),
+    }[settings["after"]]()
+
+
+_FFN_KNOBS = (
+    Knob(
+        "activation",
+        (
+            ("gelu", "", ""),
+            ("relu", "ReLU instead of GELU", "BERT uses the exact GELU, `F.gelu`."),
+            ("tanh gelu", "GELU's tanh approximation", "use the exact (erf) GELU, without `approximate='tanh'`."),
+            ("sigmoid", "a sigmoid instead of GELU", "the activation is GELU, x·Φ(x), not a sigmoid."),
+            ("none", "no activation", "put GELU between the two linear maps."),
+        ),
+    ),
+    Knob("b1", ((True, "", ""), (False, "the first bias left out", "add `b1` after `x @ w1`."))),
+    Knob("b2", ((True, "", ""), (False, "the second bias left out", "add `b2` after `@ w2`."))),
+    Knob(
+        "after",
+        (
+            ("none", "", ""),
+            ("residual", "a residual added inside the block", "the block ends with `@ w2 + b2`; the layer adds x."),
+            ("layer norm", "a LayerNorm at the end", "the LayerNorm belongs to the encoder layer, not to the block."),
+            ("activation", "an activation after the second layer", "the activation sits between the linear maps only."),
+        ),
+    ),
+)
+
+
 FEED_FORWARD = Exercise(
     name="feed_forward",
     reference=feed_forward,
@@ -220,6 +318,8 @@ FEED_FORWARD = Exercise(
     "with the exact (erf) GELU.",
     start="the first linear map with its bias, then the activation BERT uses.",
     make_cases=_ffn_cases,
+    knobs=_FFN_KNOBS,
+    variant=_ffn_variant,
     axes={"": ("token rows", "feature columns")},
     notebook="06",
     mistakes=(
@@ -357,6 +457,100 @@ def _post_default_eps(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weig
     return F.layer_norm(h + feed_forward(h), x.shape[-1:], ln2_weight, ln2_bias)
 
 
+def _layer_variant(settings, x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    """An encoder layer from its pieces with its arrangement chosen by ``settings``."""
+    eps = {"given": eps, "default": 1e-5, "ignored": 1e-12}[settings["eps"]]
+    norms = {
+        "1, 2": ((ln1_weight, ln1_bias), (ln2_weight, ln2_bias)),
+        "2, 1": ((ln2_weight, ln2_bias), (ln1_weight, ln1_bias)),
+        "1, 1": ((ln1_weight, ln1_bias), (ln1_weight, ln1_bias)),
+    }[settings["norms"]]
+    first, second = (attention, feed_forward) if settings["order"] == "attention first" else (feed_forward, attention)
+    keep_first, keep_second = {"both": (1, 1), "none": (0, 0), "first": (1, 0), "second": (0, 1)}[settings["residuals"]]
+    if settings["layout"] == "parallel":
+        return _ln(x + first(x) + second(x), *norms[1], eps)
+    if settings["layout"] == "post":
+        h = _ln(keep_first * x + first(x), *norms[0], eps)
+        source = h if settings["second reads"] == "h" else x
+        out = keep_second * h + second(source)
+        return _ln(out, *norms[1], eps) if settings["last norm"] else out
+    h = keep_first * x + first(_ln(x, *norms[0], eps))
+    source = h if settings["second reads"] == "h" else x
+    out = keep_second * h + second(_ln(source, *norms[1], eps))
+    if settings["last norm"] == "plain":
+        return F.layer_norm(out, out.shape[-1:], eps=eps)
+    return _ln(out, *norms[1], eps) if settings["last norm"] else out
+
+
+def _layer_knobs(layout: str) -> tuple[Knob, ...]:
+    other = "pre" if layout == "post" else "post"
+    layouts = {
+        "post": ("the Post-LN layout", "Pre-LN normalises each sub-layer's input and never the residual stream."),
+        "pre": ("the Pre-LN layout", "BERT is Post-LN: add first, then normalise the sum, `LN1(x + attention(x))`."),
+    }
+    last_norm = (True, "", "") if layout == "post" else (False, "", "")
+    wrong_last_norm = (
+        ((False, "the last LayerNorm missing", "the layer ends with `LN2(h + feed_forward(h))`."),)
+        if layout == "post"
+        else (
+            (True, "the output normalised too", "a Pre-LN layer ends with the residual addition."),
+            ("plain", "a LayerNorm without parameters at the end", "a Pre-LN layer ends with the residual addition."),
+        )
+    )
+    parallel = (
+        "parallel",
+        "the two sub-layers side by side (GPT-J's parallel layout)",
+        "the sub-layers run one after the other: the feed-forward block reads the attention's result.",
+    )
+    return (
+        Knob("layout", ((layout, "", ""), (other, *layouts[other]), parallel)),
+        Knob(
+            "residuals",
+            (
+                ("both", "", ""),
+                ("none", "no residual connections", "each sub-layer's output is added to its input."),
+                ("first", "the second residual missing", "the feed-forward block has its residual too."),
+                ("second", "the first residual missing", "the attention has its residual too."),
+            ),
+        ),
+        Knob(
+            "norms",
+            (
+                ("1, 2", "", ""),
+                (
+                    "2, 1",
+                    "the two LayerNorms swapped",
+                    "`ln1_*` goes with the attention, `ln2_*` with the feed-forward.",
+                ),
+                ("1, 1", "the first LayerNorm used twice", "each sub-layer has its own LayerNorm."),
+            ),
+        ),
+        Knob(
+            "second reads",
+            (
+                ("h", "", ""),
+                ("x", "the feed-forward block fed x", "the feed-forward block reads the attention's result."),
+            ),
+        ),
+        Knob(
+            "order",
+            (
+                ("attention first", "", ""),
+                ("feed-forward first", "the feed-forward block before the attention", "the attention comes first."),
+            ),
+        ),
+        Knob("last norm", (last_norm, *wrong_last_norm)),
+        Knob(
+            "eps",
+            (
+                ("given", "", ""),
+                ("default", "PyTorch's default eps", "pass `eps` on to every LayerNorm (1e-5 is PyTorch's default)."),
+                ("ignored", "`eps` not passed on", "pass the `eps` you are given on to every LayerNorm."),
+            ),
+        ),
+    )
+
+
 POST_LN_LAYER = Exercise(
     name="post_ln_layer",
     reference=post_ln_layer,
@@ -367,6 +561,8 @@ POST_LN_LAYER = Exercise(
     "(batch, seq, d_model).",
     start="the attention's output is added to its input; normalise that sum before the feed-forward block.",
     make_cases=_layer_cases,
+    knobs=_layer_knobs("post"),
+    variant=_layer_variant,
     axes={"": ("batch", "token rows", "feature columns")},
     notebook="06",
     mistakes=(
@@ -464,6 +660,8 @@ PRE_LN_LAYER = Exercise(
     "output to the stream itself, (batch, seq, d_model).",
     start="normalise a copy of x for the attention; the residual stream itself stays as it is.",
     make_cases=_layer_cases,
+    knobs=_layer_knobs("pre"),
+    variant=_layer_variant,
     axes={"": ("batch", "token rows", "feature columns")},
     notebook="06",
     mistakes=(

@@ -210,6 +210,11 @@ def _masked_softmax_cases(g):
             ("masked", "batched", "bfloat16", "square"),
         ),
         Case("no mask given: a plain softmax over the keys", (_randn(g, 3, 4),), ("no mask", "defaults", "non-square")),
+        Case(
+            "float32 scores near -1e6: a fill that merely fits float16 (-65504) is not low enough here",
+            (_randn(g, 2, 3) * 1000 - 1e6, torch.tensor([[True, True, False], [True, False, True]])),
+            ("masked", "unbatched", "non-square"),
+        ),
     ]
 
 

@@ -15,7 +15,7 @@ from ..masks import causal_mask, padding_mask
 from ..multihead import merge_heads, multi_head_attention, split_fused_qkv, split_heads
 from .attention import _softmax_attend
 from .random_inputs import _randn, _weights
-from .records import Case, Exercise, Mistake
+from .records import Case, Exercise, Knob, Mistake
 
 
 def _split_cases(g):
@@ -326,6 +326,56 @@ def _mha_mask_ignored(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     return merge_heads(scaled_dot_product_attention(q, k, v)[0]) @ w_o
 
 
+def _mha_variant(settings, x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    """Multi-head attention with each of its parts chosen by ``settings`` (the knobs below)."""
+    heads = num_heads if settings["heads"] == "given" else 1
+    q, k, v = _mha_heads(x, w_q, w_k, w_v, heads)
+    divisor = {
+        "sqrt d_head": math.sqrt(q.shape[-1]),
+        "1": 1.0,
+        "sqrt d_model": math.sqrt(x.shape[-1]),
+        "d_head": q.shape[-1],
+    }[settings["scale"]]
+    scores = q @ k.transpose(-2, -1) / divisor
+    if mask is not None and settings["mask"] != "ignored":
+        blocked = mask if settings["mask"] == "inverted" else ~mask
+        scores = scores.masked_fill(blocked, torch.finfo(scores.dtype).min)
+    context = torch.softmax(scores, dim=settings["dim"]) @ v
+    merged = merge_heads(context)
+    return {"w_o": lambda: merged @ w_o, "none": lambda: merged, "w_o.T": lambda: merged @ w_o.T}[settings["output"]]()
+
+
+_MHA_KNOBS = (
+    Knob(
+        "scale",
+        (
+            ("sqrt d_head", "", ""),
+            ("1", "no scaling", "divide each head's scores by √d_head."),
+            ("sqrt d_model", "a scale of √d_model", "each head's width is d_head = d_model // num_heads: √d_head."),
+            ("d_head", "a division by d_head", "divide by the square root of d_head."),
+        ),
+    ),
+    Knob("heads", (("given", "", ""), ("one", "a single head", "split into `num_heads` heads."))),
+    Knob("dim", ((-1, "", ""), (-2, "the softmax over the queries", "softmax over the keys, `dim=-1`."))),
+    Knob(
+        "mask",
+        (
+            ("right", "", ""),
+            ("ignored", "the mask ignored", "pass the mask to every head's attention."),
+            ("inverted", "the mask inverted", "True means *may attend*: block where it is False."),
+        ),
+    ),
+    Knob(
+        "output",
+        (
+            ("w_o", "", ""),
+            ("none", "no output projection", "multiply the merged heads by `w_o`."),
+            ("w_o.T", "W_O transposed", "use `w_o` as it is: `merged @ w_o`."),
+        ),
+    ),
+)
+
+
 MULTI_HEAD_ATTENTION = Exercise(
     name="multi_head_attention",
     reference=multi_head_attention,
@@ -335,6 +385,8 @@ MULTI_HEAD_ATTENTION = Exercise(
     "heads, attend in each head (scaled by √d_head), merge the heads, multiply by `w_o`.",
     start="project `x` three times and split each projection into heads; attend; undo the split last.",
     make_cases=_mha_cases,
+    knobs=_MHA_KNOBS,
+    variant=_mha_variant,
     axes={"": ("batch", "token rows", "feature columns")},
     notebook="05",
     mistakes=(

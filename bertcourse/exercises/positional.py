@@ -13,7 +13,7 @@ import torch
 
 from ..positional import apply_rotary, sinusoidal_position_encoding
 from .random_inputs import _randn
-from .records import Case, Exercise, Mistake
+from .records import Case, Exercise, Knob, Mistake
 
 
 def _sinusoid_cases(g):
@@ -96,6 +96,27 @@ def _sinusoid_even_widths_only(max_len, d_model):
     return table
 
 
+def _explain_sinusoid(case, value, expected) -> str | None:
+    """'Your frequencies are those of a base of 1000, not 10000.' when the table fits another base."""
+    max_len, d_model = case.args
+    if not isinstance(value, torch.Tensor) or value.shape != expected.shape or max_len < 2 or d_model < 4:
+        return None
+    omega = float(torch.asin(value[1, 2].double().clamp(-1, 1)))  # column 2 at position 1: sin(omega_1)
+    if omega <= 0:
+        return None
+    base = omega ** (-d_model / 2)
+    if not 1.5 < base < 1e9 or abs(base - 10000) < 1:
+        return None
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angle = torch.arange(max_len, dtype=torch.float64)[:, None] * base ** (-two_i / d_model)
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    if not torch.allclose(value.double(), table, atol=1e-4):
+        return None
+    return f"Your table is the right formula with a base of {base:.4g} instead of 10000."
+
+
 SINUSOIDAL_POSITION_ENCODING = Exercise(
     name="sinusoidal_position_encoding",
     reference=sinusoidal_position_encoding,
@@ -106,6 +127,7 @@ SINUSOIDAL_POSITION_ENCODING = Exercise(
     start="a column of positions times a row of frequencies, one per pair of columns; count how many sine and "
     "how many cosine columns an odd width has.",
     make_cases=_sinusoid_cases,
+    explain=_explain_sinusoid,
     axes={"": ("position rows", "feature columns")},
     notebook="04",
     # Right answers differ in rounding: pos / 10000 ** (2i / d) and exp(-2i log(10000) / d) disagree by
@@ -244,6 +266,56 @@ def _rotary_not_interleaved_back(x, base=10000.0):
     return torch.cat([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # all turned evens, then all odds
 
 
+def _rotary_variant(settings, x, base=10000.0):
+    """RoPE with each of its parts chosen by ``settings`` (the knobs below)."""
+    base = base if settings["base"] == "given" else 10000.0
+    seq, d = x.shape[-2], x.shape[-1]
+    start = 1 if settings["positions"] == "from 1" else 0
+    positions = torch.arange(start, seq + start, dtype=torch.float32)
+    two_i = torch.arange(0, d, 2, dtype=torch.float32) * {"2i/d": 1.0, "i/d": 0.5, "4i/d": 2.0}[settings["exponent"]]
+    angle = settings["factor"] * positions[:, None] * base ** (-two_i / d)
+    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+    if settings["functions"] == "swapped":
+        cos, sin = sin, cos
+    sin = sin * settings["direction"]
+    if settings["pairs"] == "halves":
+        first, second = x[..., : d // 2], x[..., d // 2 :]
+    else:
+        first, second = x[..., 0::2], x[..., 1::2]
+    turned = (first * cos - second * sin, first * sin + second * cos)
+    if settings["pairs"] == "halves" or settings["back"] == "concatenated":
+        return torch.cat(turned, dim=-1)
+    return torch.stack(turned, dim=-1).flatten(-2)
+
+
+_ROTARY_KNOBS = (
+    Knob("pairs", (("neighbours", "", ""), ("halves", "pairs of halves", "a pair is features 2i and 2i + 1."))),
+    Knob(
+        "direction", ((1.0, "", ""), (-1.0, "the pairs turned backwards", "(x, y) -> (x cos - y sin, x sin + y cos)."))
+    ),
+    Knob(
+        "factor",
+        (
+            (1.0, "", ""),
+            (2.0, "the angle doubled", "the angle is p * base^(-2i/d), once."),
+            (0.5, "the angle halved", "the angle is p * base^(-2i/d), not half of it."),
+        ),
+    ),
+    Knob("positions", (("from 0", "", ""), ("from 1", "positions from 1", "the first position is 0."))),
+    Knob(
+        "exponent",
+        (
+            ("2i/d", "", ""),
+            ("i/d", "the exponent i/d", "the exponent is 2i/d, with 2i = 0, 2, 4, ..."),
+            ("4i/d", "the exponent 4i/d", "`torch.arange(0, d, 2)` already counts 2i."),
+        ),
+    ),
+    Knob("functions", (("right", "", ""), ("swapped", "cos and sin swapped", "x_2i cos - x_2i+1 sin comes first."))),
+    Knob("base", (("given", "", ""), ("ignored", "`base` ignored", "use the `base` you are given."))),
+    Knob("back", (("interleaved", "", ""), ("concatenated", "the pairs not interleaved back", "stack and flatten."))),
+)
+
+
 APPLY_ROTARY = Exercise(
     name="apply_rotary",
     reference=apply_rotary,
@@ -253,6 +325,8 @@ APPLY_ROTARY = Exercise(
     "and dtype. Then the score of a turned query at m and a turned key at n depends on m - n only.",
     start="take the even and the odd features apart: they are the two coordinates of each pair.",
     make_cases=_rotary_cases,
+    knobs=_ROTARY_KNOBS,
+    variant=_rotary_variant,
     axes={"": ("position rows", "feature columns")},
     notebook="04",
     atol=1e-5,

@@ -83,6 +83,19 @@ class Mistake:
 
 
 @dataclasses.dataclass(frozen=True)
+class Knob:
+    """One part of a formula that a learner can get wrong in several ways.
+
+    ``options`` are (value, slip, hint) triples, the right one first (its slip and hint are empty).
+    An exercise's ``variant(settings, *args)`` computes the formula with ``settings[knob.name]`` set to
+    one of the values, so that combinations of slips (two at once, say) are recognised too.
+    """
+
+    name: str
+    options: tuple[tuple[object, str, str], ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class Exercise:
     """One exercise: the reference (a package function), its test cases and its catalogue of mistakes.
 
@@ -92,7 +105,9 @@ class Exercise:
     ``axes`` names the last axes of each output (key: the output's name, or "" for a single output),
     e.g. ``{"weights": ("query rows", "key columns")}``, for messages such as "only the query rows [3]".
     ``explain``, if given, is called as ``explain(case, value, expected)`` on a wrong output that no
-    mistake explains, and returns a sentence about it or None. ``notebook`` is "01", "02", ...
+    mistake explains, and returns a sentence about it or None. ``knobs`` and ``variant`` (see ``Knob``)
+    describe the formula's parts, so that a combination of slips is named when no single mistake
+    matches. ``notebook`` is "01", "02", ...
     """
 
     name: str
@@ -108,6 +123,8 @@ class Exercise:
     extra_solution: tuple[str, ...] = ()
     axes: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     explain: Callable | None = None
+    knobs: tuple[Knob, ...] = ()
+    variant: Callable | None = None
     notebook: str = ""
 
     def __hash__(self) -> int:
