@@ -1,20 +1,23 @@
 """Peak memory of one call, measured for real: what PyTorch's allocator handed out at the most.
 
-A formula (3 x n x n x 4 bytes for explicit attention) says what *should* be allocated; a
-measurement says what was, including temporaries a formula forgets and buffers a fused kernel
-keeps to itself. ``peak_memory(fn)`` runs ``fn()`` once and returns the largest number of bytes
+A formula (4 bytes per score, n x n scores, times the matrices alive at once) says what *should*
+be allocated; a measurement says what was, including temporaries a formula forgets and buffers a
+fused kernel keeps to itself. ``peak_memory(fn)`` runs ``fn()`` once and returns the largest number of bytes
 that PyTorch's allocator had handed out during the call, above what was already allocated when
 it started: the inputs you built before do not count; the temporaries, the kernels' scratch
 buffers and the output do.
 
 How: on the CPU, ``torch.profiler`` with ``profile_memory=True`` records every allocation and
 free of PyTorch's CPU allocator with the allocator's running total after it; the peak is the
-largest running total minus the total before the first event. On a GPU the CUDA allocator keeps
-the same statistic itself (``torch.cuda.max_memory_allocated``).
+largest running total minus the total before the first event. The events are read from the
+profiler's event tree (``experimental_event_tree``), the record PyTorch's own memory timeline
+(``torch.profiler._memory_profiler``) is built from: the summary tables net each operator's
+allocations and frees, so a kernel's scratch buffer, freed before it returns, would vanish there.
+On a GPU the CUDA allocator keeps the same statistic itself (``torch.cuda.max_memory_allocated``).
 
 What it does not see: memory that a library allocates on its own (a BLAS's private buffers),
 Python objects, and what the operating system keeps for the process. Two tools that look right
-and are not (notebook 11 shows both): ``tracemalloc`` traces Python's allocator only and sees
+and are not (notebook 11 shows the first): ``tracemalloc`` traces Python's allocator only and sees
 none of a tensor's data; ``resource.getrusage(...).ru_maxrss`` is the process's high-water mark
 since it started, which never goes down, so after one big call every later one reads the same.
 """

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import describe, is_int, require_integer_tensor, require_positive_int
+from .._validation import can_check_values, describe, is_int, require_integer_tensor, require_positive_int
 from ..masks import as_bool_mask
 from ..pooling import mean_pooling
 
@@ -241,6 +241,8 @@ def _require_spans(spans, n_tokens: int | None = None) -> None:
     require_integer_tensor("spans", spans, hint="Spans come from `window_spans`.")
     if spans.dim() != 2 or spans.shape[1] != 2 or spans.shape[0] == 0:
         raise ValueError(f"`spans` must be (n_windows, 2) rows of [start, end), got {describe(spans)}.")
+    if not can_check_values(spans):
+        return
     starts, ends = spans[:, 0], spans[:, 1]
     if bool((starts < 0).any()) or bool((ends <= starts).any()):
         raise ValueError("`spans` must hold rows [start, end) with 0 <= start < end: see `window_spans`.")
