@@ -12,10 +12,9 @@ It needs no parameters and is defined for any position. BERT does **not** use it
 learns a table of ``max_position_embeddings`` (512) vectors, one per position, and so
 cannot read a token past position 511 -- hence truncation or sliding windows.
 
-Rotary embeddings (RoPE, Su et al., 2021; used by LLaMA and many later models, not by BERT) turn
-the sinusoids' rotation into the attention itself: ``apply_rotary`` rotates each pair of query
-and key features by an angle proportional to the position, so the dot product of a query at m
-and a key at n depends on m - n only.
+Relative positions can also live in the attention itself: rotary embeddings (``bertcourse.rotary``)
+turn the queries and keys, and ALiBi (``alibi_bias``) adds a penalty that grows with the distance
+to the scores. Neither is BERT's; both let a model read past the length it was trained on.
 """
 
 from __future__ import annotations
@@ -25,14 +24,7 @@ import math
 import torch
 from torch import nn
 
-from ._validation import (
-    can_check_values,
-    describe,
-    require_float_tensor,
-    require_integer_tensor,
-    require_positive_int,
-    require_sequence_fits,
-)
+from ._validation import can_check_values, require_integer_tensor, require_positive_int, require_sequence_fits
 
 
 def sinusoidal_position_encoding(max_len: int, d_model: int) -> torch.Tensor:
@@ -57,31 +49,35 @@ def _sinusoidal_position_encoding(max_len, d_model):
     return table  # (max_len, d_model)
 
 
-def apply_rotary(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Rotary position embedding: turn features (2i, 2i + 1) of the token at position p by p * base^(-2i/d).
+def alibi_bias(num_heads: int, seq_len: int) -> torch.Tensor:
+    """ALiBi (Press et al., 2022): no position vectors, a penalty on the scores that grows with distance.
 
-    x: (..., seq, d) queries or keys, d even; the positions are 0 ... seq - 1. Returns a tensor of
-    x's shape and dtype. Rotated queries and keys give scores that depend on the distance only.
+    Returns (num_heads, seq_len, seq_len) float32, ``bias[h, i, j] = -m_h * |i - j|``, to be added to
+    head h's scores before the softmax; the symmetric form, for an encoder that reads both ways (the
+    paper's causal models keep j <= i only). The slopes form a geometric sequence,
+    m_h = 2^(-8h/H) for h = 1 ... H heads when H is a power of two; otherwise the slopes of the
+    nearest power of two below, then every other slope of the next one (as in the paper and BLOOM).
     """
-    require_float_tensor("x", x, min_dim=2)
-    if x.shape[-1] % 2:
-        raise ValueError(f"`x` must have an even number of features (they rotate in pairs), got {describe(x)}.")
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or base <= 1:
-        raise ValueError(f"`base` must be a number larger than 1 (RoPE uses 10000), got {base!r}.")
-    return _apply_rotary(x, base)
+    require_positive_int("num_heads", num_heads)
+    require_positive_int("seq_len", seq_len)
+    return _alibi_bias(num_heads, seq_len)
 
 
-def _apply_rotary(x, base=10000.0):
-    """Rotate each pair of features by its position times the pair's frequency, as sinusoids do."""
-    seq, d = x.shape[-2], x.shape[-1]
-    position = torch.arange(seq, dtype=torch.float32, device=x.device)[:, None]  # (seq, 1)
-    frequency = base ** (-torch.arange(0, d, 2, dtype=torch.float32, device=x.device) / d)  # (d/2,)
-    angle = position * frequency  # (seq, d/2): the turn of pair i at position p
-    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)  # (seq, d/2) each
-    even, odd = x[..., 0::2], x[..., 1::2]  # (..., seq, d/2) each: the two features of every pair
-    turned_even = even * cos - odd * sin  # (..., seq, d/2)
-    turned_odd = even * sin + odd * cos  # (..., seq, d/2)
-    return torch.stack([turned_even, turned_odd], dim=-1).flatten(-2)  # (..., seq, d): pairs interleaved again
+def _alibi_bias(num_heads, seq_len):
+    """Each head penalises distance linearly, with its own slope: -m_h |i - j|."""
+    slopes = _alibi_slopes(num_heads)  # (heads,)
+    position = torch.arange(seq_len, dtype=torch.float32)  # (seq,)
+    offset = position[None, :] - position[:, None]  # (seq, seq): j - i
+    minus_distance = torch.minimum(offset, -offset)  # (seq, seq): -|i - j|
+    return slopes[:, None, None] * minus_distance  # (heads, seq, seq)
+
+
+def _alibi_slopes(num_heads):
+    """2^(-8h/H) for the largest power of two H <= num_heads, then every other slope of 2H."""
+    closest = 2 ** int(math.log2(num_heads))
+    slopes = 2.0 ** (-8.0 * torch.arange(1, closest + 1, dtype=torch.float32) / closest)  # (closest,)
+    odd = 2 * torch.arange(num_heads - closest, dtype=torch.float32) + 1  # (heads - closest,): 1, 3, 5, ...
+    return torch.cat([slopes, 2.0 ** (-8.0 * odd / (2 * closest))])  # (heads,)
 
 
 class LearnedPositionEmbedding(nn.Embedding):

@@ -20,7 +20,7 @@ from bertcourse.weights import hf_to_ours
 NEW = {
     attention: ["qkv_from_linear", "stable_softmax", "masked_softmax"],
     masks: ["key_padding_mask"],
-    positional: ["apply_rotary"],
+    positional: ["alibi_bias"],
     multihead: ["split_fused_qkv"],
     encoder: ["post_ln_layer", "pre_ln_layer"],
     heads: ["mlm_head"],
@@ -134,33 +134,25 @@ def test_key_padding_mask_gives_nn_multihead_attention_what_our_mask_gives_ours(
 # --- 04 -----------------------------------------------------------------------------------------
 
 
-def test_apply_rotary_makes_scores_depend_on_the_distance_only():
-    torch.manual_seed(0)
-    q, k = torch.randn(16), torch.randn(16)
-    seq = 12
-    rq = positional.apply_rotary(q.expand(seq, 16).clone())  # (seq, 16): the same query at every position
-    rk = positional.apply_rotary(k.expand(seq, 16).clone())
-    scores = rq @ rk.T  # (seq, seq)
-    for shift in range(-3, 4):
-        diagonal = scores.diagonal(shift)
-        torch.testing.assert_close(diagonal, diagonal[:1].expand_as(diagonal), atol=1e-4, rtol=0)
+def test_alibi_slopes_are_blooms_for_every_head_count():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+    for count in range(1, 17):
+        theirs = build_alibi_tensor(torch.ones(1, 2), count, torch.float32)[:, 0, 1]  # (heads,): slope * position 1
+        torch.testing.assert_close(-positional.alibi_bias(count, 2)[:, 0, 1], theirs)
+    assert transformers.__version__
 
 
-def test_apply_rotary_is_a_complex_multiplication_and_keeps_shape_and_dtype():
-    torch.manual_seed(0)
-    x = torch.randn(2, 3, 5, 8)
-    angle = torch.arange(5.0)[:, None] * 10000.0 ** (-torch.arange(0, 8, 2) / 8)  # (5, 4)
-    as_complex = torch.view_as_complex(x.reshape(2, 3, 5, 4, 2).contiguous()) * torch.polar(torch.ones(5, 4), angle)
-    torch.testing.assert_close(positional.apply_rotary(x), torch.view_as_real(as_complex).reshape(2, 3, 5, 8))
-    assert positional.apply_rotary(x.half()).dtype == torch.float16
-    torch.testing.assert_close(positional.apply_rotary(x[..., :1, :]), x[..., :1, :])  # position 0 is not turned
-
-
-def test_apply_rotary_refuses_an_odd_width_and_a_bad_base():
-    with pytest.raises(ValueError, match="an even number of features"):
-        positional.apply_rotary(torch.zeros(3, 5))
-    with pytest.raises(ValueError, match="`base` must be a number larger than 1"):
-        positional.apply_rotary(torch.zeros(3, 4), base=True)
+def test_alibi_bias_is_a_symmetric_penalty_that_grows_with_distance():
+    bias = positional.alibi_bias(4, 6)  # (4, 6, 6)
+    assert bias.shape == (4, 6, 6) and bias.dtype == torch.float32
+    torch.testing.assert_close(bias, bias.transpose(-2, -1))
+    assert (bias.diagonal(dim1=-2, dim2=-1) == 0).all() and (bias <= 0).all()
+    torch.testing.assert_close(bias[:, 0, 3], 3 * bias[:, 0, 1])
+    torch.testing.assert_close(-bias[:, 0, 1], torch.tensor([0.25, 0.0625, 0.015625, 0.00390625]))
+    with pytest.raises(TypeError, match="`num_heads` must be a positive int"):
+        positional.alibi_bias(2.0, 3)
 
 
 # --- 05 -----------------------------------------------------------------------------------------

@@ -291,20 +291,21 @@ ANSWERS = [
         lambda n, d: torch.sin(torch.arange(n)[:, None] / 10000 ** (2 * (torch.arange(d) // 2) / d)),
     ),
     ("sinusoidal_position_encoding", "positions counted backwards", lambda n, d: _sinusoids(n, d).flip(0)),
-    # --- 04 apply_rotary
-    ("apply_rotary", "only the even features turned", lambda x, base=10000.0: _rotary_part(x, base, even_only=True)),
-    ("apply_rotary", "the angle doubled", lambda x, base=10000.0: _rotary_part(x, base, factor=2.0)),
+    # --- 04 alibi_bias
     (
-        "apply_rotary",
-        "sinusoids added instead of turned",
-        lambda x, base=10000.0: x + bc.sinusoidal_position_encoding(x.shape[-2], x.shape[-1]).to(x.dtype),
+        "alibi_bias",
+        "a power-of-two rule rounded up",
+        lambda h, n: bc.positional.alibi_bias(2 ** math.ceil(math.log2(h)), n)[:h],
     ),
     (
-        "apply_rotary",
-        "computed in float32 and left there",
-        lambda x, base=10000.0: bc.positional.apply_rotary(x.float(), base),
+        "alibi_bias",
+        "squared distances",
+        lambda h, n: -_slopes(h)[:, None, None] * (torch.arange(n)[:, None] - torch.arange(n)[None]) ** 2,
     ),
-    ("apply_rotary", "cos and sin swapped", lambda x, base=10000.0: _rotary_part(x, base, swap=True)),
+    ("alibi_bias", "one slope for every head", lambda h, n: bc.positional.alibi_bias(1, n).expand(h, n, n)),
+    ("alibi_bias", "float64 slopes", lambda h, n: bc.positional.alibi_bias(h, n).double()),
+    ("alibi_bias", "the slopes in reverse order", lambda h, n: bc.positional.alibi_bias(h, n).flip(0)),
+    ("alibi_bias", "a causal mask built in", lambda h, n: bc.positional.alibi_bias(h, n).tril()),
     # --- 05 split_heads
     (
         "split_heads",
@@ -601,15 +602,8 @@ def _sinusoids(n, d, base=10000.0):
     return table
 
 
-def _rotary_part(x, base, even_only=False, factor=1.0, swap=False):
-    seq, d = x.shape[-2], x.shape[-1]
-    angle = factor * torch.arange(seq)[:, None] * base ** (-torch.arange(0, d, 2) / d)
-    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
-    if swap:
-        cos, sin = sin, cos
-    even, odd = x[..., 0::2], x[..., 1::2]
-    turned_odd = odd if even_only else even * sin + odd * cos
-    return torch.stack([even * cos - odd * sin, turned_odd], dim=-1).flatten(-2)
+def _slopes(h):
+    return -bc.positional.alibi_bias(h, 2)[:, 0, 1]
 
 
 # The answers whose message is only generic ("wrong values, the largest difference is ..."): the
@@ -620,7 +614,7 @@ GENERIC = {
     "stable_softmax:exp minus one",
     "stable_softmax:sigmoid instead of softmax",
     "padding_mask:every row as long as the longest",
-    "apply_rotary:sinusoids added instead of turned",
+    "alibi_bias:squared distances",
     "merge_heads:d_head and seq swapped",
     "split_fused_qkv:the heads of q for all three",
     "split_fused_qkv:a view without transposing",

@@ -469,22 +469,21 @@ def _constant_name(factor: float, case: Case) -> str:
 def _scaled_per_slice(v: torch.Tensor, e: torch.Tensor, axes) -> str | None:
     """Each slice along one axis is the right one times a factor of its own, or each entry is the right one times
     a factor of its row and one of its column."""
-    if v.dim() < 1 or bool((e == 0).any()):
-        return None
-    ratio = v / e
-    for axis in range(v.dim() - 1, -1, -1):
+    for axis in range(v.dim()):
         if v.shape[axis] < 2:
             continue
-        first = ratio.narrow(axis, 0, 1)
-        changed = (first - 1).abs() > 1e-3
-        if _near(ratio, first.expand_as(ratio)) and 2 * int(changed.sum()) > changed.numel() > 1:
-            others = [_axis_name(a, v.dim(), axes) for a in range(v.dim()) if a != axis and v.shape[a] > 1]
-            slices = others[-1] if others else "slice"
+        others = tuple(a for a in range(v.dim()) if a != axis)
+        energy = (e * e).sum(dim=others, keepdim=True)
+        factor = (v * e).sum(dim=others, keepdim=True) / energy.clamp_min(1e-30)  # one factor per slice
+        changed = (factor - 1).abs() > 1e-3
+        if _near(v, factor * e) and 2 * int(changed.sum()) > changed.numel():
             return (
-                f"Each of your {slices} is the right one times a factor of its own: a division by a sum, a norm "
-                "or a maximum that should not be there (or is the wrong one)?"
+                f"Each of your {_axis_name(axis, v.dim(), axes)} is the right one times a factor of its own: a "
+                "division by a sum, a norm or a maximum that should not be there, or a slope or scale per slice gone "
+                "wrong?"
             )
-    if v.dim() >= 2 and v.shape[-1] > 1 and v.shape[-2] > 1:
+    if v.dim() >= 2 and v.shape[-1] > 1 and v.shape[-2] > 1 and not bool((e == 0).any()):
+        ratio = v / e
         rows, columns = ratio[..., :, :1], ratio[..., :1, :]
         both_vary = not _near(rows, rows[..., :1, :].expand_as(rows)) and not _near(
             columns, columns[..., :1].expand_as(columns)
@@ -494,6 +493,10 @@ def _scaled_per_slice(v: torch.Tensor, e: torch.Tensor, axes) -> str | None:
                 "Each entry is the right one times a factor of its row and a factor of its column: vectors "
                 "normalised (or scaled) before the product, as for a cosine similarity?"
             )
+    if v.dim() >= 2 and v.shape[-1] == v.shape[-2] > 1:
+        for name, triangle in (("lower", e.tril()), ("upper", e.triu())):
+            if _near(v, triangle) and not _near(v, e):
+                return f"It is the right answer with only its {name} triangle kept: a causal mask where none belongs?"
     return None
 
 
@@ -713,6 +716,11 @@ _TAG_HINTS = (
         "odd",
         "a size is odd",
         "an odd size leaves one element without a partner: work out how many of each kind there are.",
+    ),
+    (
+        "not a power of two",
+        "a size is not a power of two",
+        "a rule stated for powers of two needs its extension for the other sizes.",
     ),
     (
         "non-square",

@@ -1,18 +1,18 @@
-"""Exercises of notebook 04: ``sinusoidal_position_encoding`` and ``apply_rotary``.
+"""Exercises of notebook 04: ``sinusoidal_position_encoding`` and ``alibi_bias``.
 
 Each sinusoid mistake changes one piece of the formula: sin and cos swapped, the exponent's i, 2i or
 d_model, positions from 1, or all sines before all cosines instead of interleaved; the cases include
-odd widths, whose last sine has no cosine partner. Each rotary mistake pairs, turns or counts the
-features another way: halves instead of neighbours, the angle's sign, positions from 1 or along
-the wrong axis.
+odd widths, whose last sine has no cosine partner. The ALiBi mistakes get the slopes (a head count
+that is not a power of two, h from 0) or the distance (signed, a bonus) wrong.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from ..positional import apply_rotary, sinusoidal_position_encoding
-from .random_inputs import _randn
+from ..positional import alibi_bias, sinusoidal_position_encoding
 from .records import Case, Exercise, Knob, Mistake
 
 
@@ -192,185 +192,152 @@ SINUSOIDAL_POSITION_ENCODING = Exercise(
 )
 
 
-# --- rotary position embedding ----------------------------------------------------------------
+# --- ALiBi: a linear penalty on distance --------------------------------------------------------
 
 
-def _rotary_cases(g):
+def _alibi_cases(g):
     return [
-        Case("one head, 5 positions, d 8", (_randn(g, 5, 8),), ("unbatched", "defaults", "non-square")),
-        Case(
-            "a batch of 2 x 3 heads, 6 positions, d 4", (_randn(g, 2, 3, 6, 4),), ("batched", "defaults", "non-square")
-        ),
-        Case("as many positions as features: 6 x 6, base 100", (_randn(g, 6, 6), 100.0), ("unbatched", "square")),
-        Case(
-            "long positions: 40 positions, d 16, batch of 2",
-            (_randn(g, 2, 40, 16),),
-            ("batched", "defaults", "non-square"),
-        ),
-        Case(
-            "float16: a batch of 2, 7 positions, d 6", (_randn(g, 2, 7, 6).half(),), ("batched", "float16", "defaults")
-        ),
+        Case("8 heads (a power of two), 5 tokens", (8, 5), ("non-square",)),
+        Case("2 heads, 3 tokens", (2, 3), ("non-square",)),
+        Case("12 heads, as BERT-base has: not a power of two", (12, 4), ("not a power of two", "non-square")),
+        Case("6 heads, 6 tokens", (6, 6), ("not a power of two", "square")),
+        Case("one head, 4 tokens", (1, 4), ("non-square",)),
     ]
 
 
-def _rotary_angles(x, base, positions=None, exponent=None):
-    seq, d = x.shape[-2], x.shape[-1]
-    positions = torch.arange(seq, dtype=torch.float32) if positions is None else positions
-    exponent = torch.arange(0, d, 2, dtype=torch.float32) / d if exponent is None else exponent
-    return positions[:, None] * base**-exponent  # (seq, d/2)
+def _slopes(num_heads, first_h=1, interleave=True):
+    """The ALiBi slopes, counting h from ``first_h``, with the paper's rule for H not a power of two (or not)."""
+    if not interleave:
+        return 2.0 ** (-8.0 * torch.arange(first_h, num_heads + first_h, dtype=torch.float32) / num_heads)
+    closest = 2 ** int(math.log2(num_heads))
+    h = torch.arange(first_h, closest + first_h, dtype=torch.float32)
+    odd = 2 * torch.arange(num_heads - closest, dtype=torch.float32) + 1
+    return torch.cat([2.0 ** (-8.0 * h / closest), 2.0 ** (-8.0 * odd / (2 * closest))])
 
 
-def _rotate_pairs(even, odd, angle, sign=1.0):
-    cos, sin = torch.cos(angle).to(even.dtype), (sign * torch.sin(angle)).to(even.dtype)
-    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+def _offsets(seq_len):
+    position = torch.arange(seq_len, dtype=torch.float32)
+    return position[None, :] - position[:, None]  # (seq, seq): j - i
 
 
-def _rotary_halves(x, base=10000.0):
-    half = x.shape[-1] // 2
-    angle = _rotary_angles(x, base)
-    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
-    first, second = x[..., :half], x[..., half:]
-    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)  # GPT-NeoX's pairing
+def _alibi_variant(settings, num_heads, seq_len):
+    """ALiBi with each of its parts chosen by ``settings`` (the knobs below)."""
+    slopes = {
+        "paper": lambda: _slopes(num_heads),
+        "every count": lambda: _slopes(num_heads, interleave=False),
+        "from h = 0": lambda: _slopes(num_heads, first_h=0),
+        "2^-h": lambda: 2.0 ** -torch.arange(1, num_heads + 1, dtype=torch.float32),
+    }[settings["slopes"]]()
+    offset = _offsets(seq_len)
+    distance = {"|i - j|": torch.minimum(offset, -offset), "j - i": offset, "i - j": -offset}[settings["distance"]]
+    bias = slopes[:, None, None] * distance * settings["sign"]
+    return bias.permute(1, 2, 0) if settings["layout"] == "heads last" else bias
 
 
-def _rotary_turned_backwards(x, base=10000.0):
-    return _rotate_pairs(x[..., 0::2], x[..., 1::2], _rotary_angles(x, base), sign=-1.0)
-
-
-def _rotary_positions_from_1(x, base=10000.0):
-    positions = torch.arange(1, x.shape[-2] + 1, dtype=torch.float32)
-    return _rotate_pairs(x[..., 0::2], x[..., 1::2], _rotary_angles(x, base, positions=positions))
-
-
-def _rotary_exponent_i(x, base=10000.0):
-    exponent = torch.arange(x.shape[-1] // 2, dtype=torch.float32) / x.shape[-1]  # i / d instead of 2i / d
-    return _rotate_pairs(x[..., 0::2], x[..., 1::2], _rotary_angles(x, base, exponent=exponent))
-
-
-def _rotary_base_ignored(x, base=10000.0):
-    return _rotate_pairs(x[..., 0::2], x[..., 1::2], _rotary_angles(x, 10000.0))
-
-
-def _rotary_positions_along_axis_0(x, base=10000.0):
-    positions = torch.arange(x.shape[0], dtype=torch.float32)  # the first axis, a batch axis for batched input
-    angle = _rotary_angles(x, base, positions=positions)
-    if x.dim() > 2:
-        angle = angle.reshape(x.shape[0], *([1] * (x.dim() - 3)), 1, -1)
-    return _rotate_pairs(x[..., 0::2], x[..., 1::2], angle)
-
-
-def _rotary_not_interleaved_back(x, base=10000.0):
-    angle = _rotary_angles(x, base)
-    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
-    even, odd = x[..., 0::2], x[..., 1::2]
-    return torch.cat([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # all turned evens, then all odds
-
-
-def _rotary_variant(settings, x, base=10000.0):
-    """RoPE with each of its parts chosen by ``settings`` (the knobs below)."""
-    base = base if settings["base"] == "given" else 10000.0
-    seq, d = x.shape[-2], x.shape[-1]
-    start = 1 if settings["positions"] == "from 1" else 0
-    positions = torch.arange(start, seq + start, dtype=torch.float32)
-    two_i = torch.arange(0, d, 2, dtype=torch.float32) * {"2i/d": 1.0, "i/d": 0.5, "4i/d": 2.0}[settings["exponent"]]
-    angle = settings["factor"] * positions[:, None] * base ** (-two_i / d)
-    cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
-    if settings["functions"] == "swapped":
-        cos, sin = sin, cos
-    sin = sin * settings["direction"]
-    if settings["pairs"] == "halves":
-        first, second = x[..., : d // 2], x[..., d // 2 :]
-    else:
-        first, second = x[..., 0::2], x[..., 1::2]
-    turned = (first * cos - second * sin, first * sin + second * cos)
-    if settings["pairs"] == "halves" or settings["back"] == "concatenated":
-        return torch.cat(turned, dim=-1)
-    return torch.stack(turned, dim=-1).flatten(-2)
-
-
-_ROTARY_KNOBS = (
-    Knob("pairs", (("neighbours", "", ""), ("halves", "pairs of halves", "a pair is features 2i and 2i + 1."))),
+_ALIBI_KNOBS = (
     Knob(
-        "direction", ((1.0, "", ""), (-1.0, "the pairs turned backwards", "(x, y) -> (x cos - y sin, x sin + y cos)."))
-    ),
-    Knob(
-        "factor",
+        "slopes",
         (
-            (1.0, "", ""),
-            (2.0, "the angle doubled", "the angle is p * base^(-2i/d), once."),
-            (0.5, "the angle halved", "the angle is p * base^(-2i/d), not half of it."),
+            ("paper", "", ""),
+            (
+                "every count",
+                "2^(-8h/H) for a head count that is not a power of two",
+                "for H heads not a power of two, take the slopes of the power of two below, then every other slope "
+                "of the next power of two.",
+            ),
+            ("from h = 0", "slopes counted from h = 0", "h runs from 1 to H: the first slope is 2^(-8/H), not 1."),
+            ("2^-h", "the slopes 2^(-h)", "the exponent is -8h/H: the slopes run down to 2^-8 whatever H is."),
         ),
     ),
-    Knob("positions", (("from 0", "", ""), ("from 1", "positions from 1", "the first position is 0."))),
     Knob(
-        "exponent",
+        "distance",
         (
-            ("2i/d", "", ""),
-            ("i/d", "the exponent i/d", "the exponent is 2i/d, with 2i = 0, 2, 4, ..."),
-            ("4i/d", "the exponent 4i/d", "`torch.arange(0, d, 2)` already counts 2i."),
+            ("|i - j|", "", ""),
+            ("j - i", "the signed offset j - i", "an encoder reads both ways: penalise |i - j|, whichever side."),
+            ("i - j", "the signed offset i - j", "an encoder reads both ways: penalise |i - j|, whichever side."),
         ),
     ),
-    Knob("functions", (("right", "", ""), ("swapped", "cos and sin swapped", "x_2i cos - x_2i+1 sin comes first."))),
-    Knob("base", (("given", "", ""), ("ignored", "`base` ignored", "use the `base` you are given."))),
-    Knob("back", (("interleaved", "", ""), ("concatenated", "the pairs not interleaved back", "stack and flatten."))),
+    Knob("sign", ((1.0, "", ""), (-1.0, "a bonus for distance", "the bias is a penalty: -m_h |i - j| <= 0."))),
+    Knob("layout", (("heads first", "", ""), ("heads last", "the heads on the last axis", "(heads, seq, seq)."))),
 )
 
 
-APPLY_ROTARY = Exercise(
-    name="apply_rotary",
-    reference=apply_rotary,
-    prompt="your function receives `x` (..., seq, d), queries or keys with an even d, and a `base` (default "
-    "10000.0); it returns x with each pair of features (2i, 2i + 1) of the token at position p (0 ... seq - 1) "
-    "turned by the angle p * base^(-2i/d): `x_2i cos - x_2i+1 sin` and `x_2i sin + x_2i+1 cos`, in x's shape "
-    "and dtype. Then the score of a turned query at m and a turned key at n depends on m - n only.",
-    start="take the even and the odd features apart: they are the two coordinates of each pair.",
-    make_cases=_rotary_cases,
-    knobs=_ROTARY_KNOBS,
-    variant=_rotary_variant,
-    axes={"": ("position rows", "feature columns")},
+def _alibi_h_from_zero(num_heads, seq_len):
+    offset = _offsets(seq_len)
+    return _slopes(num_heads, first_h=0)[:, None, None] * torch.minimum(offset, -offset)
+
+
+def _alibi_no_interleaving(num_heads, seq_len):
+    offset = _offsets(seq_len)
+    return _slopes(num_heads, interleave=False)[:, None, None] * torch.minimum(offset, -offset)
+
+
+def _alibi_signed_offset(num_heads, seq_len):
+    return _slopes(num_heads)[:, None, None] * _offsets(seq_len)  # j - i: a bonus for the keys after the query
+
+
+def _alibi_positive(num_heads, seq_len):
+    return _slopes(num_heads)[:, None, None] * _offsets(seq_len).abs()
+
+
+def _alibi_heads_last(num_heads, seq_len):
+    offset = _offsets(seq_len)
+    return torch.minimum(offset, -offset)[:, :, None] * _slopes(num_heads)
+
+
+def _alibi_power_of_h(num_heads, seq_len):
+    offset = _offsets(seq_len)
+    slopes = 2.0 ** -torch.arange(1, num_heads + 1, dtype=torch.float32)
+    return slopes[:, None, None] * torch.minimum(offset, -offset)
+
+
+ALIBI_BIAS = Exercise(
+    name="alibi_bias",
+    reference=alibi_bias,
+    prompt="your function receives `num_heads` and `seq_len` (ints); it returns the ALiBi bias, a float32 tensor "
+    "(num_heads, seq_len, seq_len) with `bias[h, i, j] = -m_h * |i - j|`, to be added to head h's scores. The "
+    "slopes are m_h = 2^(-8h/H) for h = 1 ... H when H = num_heads is a power of two; otherwise the H' = largest "
+    "power of two below H gives its H' slopes, and the remaining H - H' slopes are every other slope of 2H' "
+    "heads, starting with the first: 2^(-8 * 1/(2H')), 2^(-8 * 3/(2H')), ...",
+    start="the slopes first, for a power of two; then the distances |i - j| of every pair of positions.",
+    make_cases=_alibi_cases,
+    knobs=_ALIBI_KNOBS,
+    variant=_alibi_variant,
+    axes={"": ("heads", "query rows", "key columns")},
     notebook="04",
-    atol=1e-5,
-    rtol=1e-4,
+    extra_solution=("_alibi_slopes",),
     mistakes=(
         Mistake(
-            "the pairs made of the two halves (x_i, x_i+d/2)",
-            "that is GPT-NeoX's (and Hugging Face LLaMA's) layout; here a pair is two neighbours, features 2i and "
-            "2i + 1: `x[..., 0::2]` and `x[..., 1::2]`.",
-            _rotary_halves,
+            "slopes counted from h = 0",
+            "h runs from 1 to H, so the first slope is 2^(-8/H) and the last 2^(-8); h = 0 would give a slope of 1.",
+            _alibi_h_from_zero,
         ),
         Mistake(
-            "the pairs turned backwards",
-            "the turn by angle a maps (x, y) to (x cos a - y sin a, x sin a + y cos a); a minus on the other "
-            "sine turns the other way.",
-            _rotary_turned_backwards,
+            "2^(-8h/H) for a head count that is not a power of two",
+            "the formula holds for a power of two; for 12 heads take the 8 slopes of 8 heads, then every other slope "
+            "of 16 heads (2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5).",
+            _alibi_no_interleaving,
         ),
         Mistake(
-            "positions starting at 1",
-            "the first token has position 0 and is not turned at all: `torch.arange(seq)`.",
-            _rotary_positions_from_1,
+            "the signed offset j - i",
+            "the bias depends on the distance, whichever side the key is on: `-(i - j).abs()`.",
+            _alibi_signed_offset,
         ),
         Mistake(
-            "the exponent i/d instead of 2i/d",
-            "the frequencies are those of the sinusoids: base^(-2i/d), with 2i = 0, 2, 4, ... "
-            "(`torch.arange(0, d, 2)`).",
-            _rotary_exponent_i,
+            "a bonus instead of a penalty",
+            "the bias lowers the score of distant keys: -m_h |i - j|, never positive.",
+            _alibi_positive,
         ),
         Mistake(
-            "`base` ignored",
-            "use the `base` you are given; 10000 is only its default.",
-            _rotary_base_ignored,
+            "the heads on the last axis",
+            "return (num_heads, seq_len, seq_len), one (seq, seq) bias per head, as the scores (batch, heads, q, k) "
+            "want it.",
+            _alibi_heads_last,
         ),
         Mistake(
-            "positions counted along the first axis",
-            "the positions run along the tokens, the second-to-last axis (`x.shape[-2]`); the first axis is a "
-            "batch axis when there is one.",
-            _rotary_positions_along_axis_0,
-        ),
-        Mistake(
-            "the turned pairs not interleaved back",
-            "put each turned pair back in its two neighbouring columns: stack the two halves on a new last axis and "
-            "flatten it (`torch.stack([a, b], dim=-1).flatten(-2)`), rather than concatenating them.",
-            _rotary_not_interleaved_back,
+            "the slopes 2^(-h)",
+            "the exponent is -8h/H: with H heads the slopes run from 2^(-8/H) down to 2^(-8), whatever H is.",
+            _alibi_power_of_h,
         ),
     ),
 )

@@ -46,7 +46,7 @@ EXERCISES: dict[str, Exercise] = {
         masks.MASKED_SOFTMAX,
         masks.KEY_PADDING_MASK,
         positional.SINUSOIDAL_POSITION_ENCODING,
-        positional.APPLY_ROTARY,
+        positional.ALIBI_BIAS,
         multihead.SPLIT_HEADS,
         multihead.MERGE_HEADS,
         multihead.SPLIT_FUSED_QKV,
