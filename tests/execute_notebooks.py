@@ -18,6 +18,10 @@ Widgets are committed so that a notebook that has not been run shows them as the
   running it is untrusted: JupyterLab and Notebook 7 then refuse the widget view (it is not
   a "safe" output) and show the richest safe type instead, which is now this picture rather
   than the widget's text form (``VBox(children=...``); GitHub's viewer shows it too.
+
+What this cannot do: a notebook the learner ran and saved holds new widgets, whose state
+JupyterLab writes only with "Save Widget State Automatically" on (the README says so, and
+``tests/test_browser.py`` checks that such a notebook reopens without "Error displaying widget").
 """
 
 from __future__ import annotations
