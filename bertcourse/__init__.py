@@ -32,8 +32,9 @@ precision    fp32/fp16/bf16 in numbers, autocast op by op, loss scaling by hand 
 distributed  DDP with torchrun, the Accelerate loop, a launcher that always cleans up (12)
 
 Around them: ``exercises`` (checkers that diagnose a learner's mistake), ``experiments`` (the
-measurements behind the explorers of 01-07: pure, seeded, no ipywidgets or matplotlib), ``plots`` and ``widgets`` (attention maps
-and interactive explorers), ``bench`` (``python -m bertcourse.bench``: timed against Hugging Face).
+measurements behind the explorers of 01-07: pure, seeded, no ipywidgets or matplotlib), ``plots``
+and ``widgets`` (attention maps and interactive explorers), ``bench`` (``python -m bertcourse.bench``:
+timed against Hugging Face).
 
 Glossary. The notebooks use the textbook's names; the config uses Hugging Face's:
 
