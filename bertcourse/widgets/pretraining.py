@@ -24,7 +24,7 @@ import numpy as np
 from ..pretraining import fill_mask, masking_view
 from ._base import WIDE, _Explorer, _require_in_range
 
-FILL_MASK_TEXT = "The film is a [MASK] about a young [MASK] ."
+FILL_MASK_TEXT = "The film is a [MASK] about a young [MASK]."
 MASKING_TEXT = "A detective returns to his home town and finds the old house empty."
 KIND_COLOURS = {"not selected": "#f0f0f0", "[MASK]": "#fdae61", "random": "#d7191c", "kept": "#1a9641"}
 MAX_MASKS = 4
@@ -70,15 +70,17 @@ class FillMaskExplorer(_Messages, _Explorer):
         figure, axes = plt.subplots(
             1, len(predictions), figsize=(3.2 * len(predictions) + 0.6, 2.6), layout="constrained", squeeze=False
         )
+        # one scale for every [MASK]: up to the largest probability, so that a shy model's bars still show
+        top = min(1.0, max(0.05, 1.3 * max(p for guesses in predictions for _, p in guesses)))
         for number, (ax, guesses) in enumerate(zip(axes[0], predictions, strict=True), start=1):
             tokens, probabilities = zip(*guesses, strict=True)
             ax.barh(range(len(tokens))[::-1], probabilities, color="tab:blue")
             ax.set_yticks(range(len(tokens))[::-1], tokens)
-            ax.set_xlim(0, 1)
+            ax.set_xlim(0, top)
             ax.set_xlabel("probability")
             ax.set_title(f"[MASK] number {number}")
             for y, p in zip(range(len(tokens))[::-1], probabilities, strict=True):
-                ax.text(min(p + 0.02, 0.8), y, f"{p:.2f}", va="center", fontsize=8)
+                ax.text(p + 0.01 * top, y, f"{p:.2f}", va="center", fontsize=8)
         title = f"top 5 guesses for: {text}"
         figure.suptitle(textwrap.shorten(title, 110))
         return {
