@@ -559,7 +559,7 @@ POST_LN_LAYER = Exercise(
     "`ln1_bias` (after the attention) and `ln2_weight`, `ln2_bias` (after the feed-forward block), each "
     "(d_model,), and `eps` (default 1e-12); it returns BERT's Post-LN encoder layer without dropout, "
     "(batch, seq, d_model).",
-    start="the attention's output is added to its input; normalise that sum before the feed-forward block.",
+    start="the attention sub-layer alone first: what its output is added to, and where BERT puts the LayerNorm.",
     make_cases=_layer_cases,
     knobs=_layer_knobs("post"),
     variant=_layer_variant,
@@ -658,7 +658,7 @@ PRE_LN_LAYER = Exercise(
     "`ln1_weight`, `ln1_bias`, `ln2_weight`, `ln2_bias`, `eps`=1e-12); it returns the Pre-LN layer of GPT-2 "
     "and many tutorials: each sub-layer reads a LayerNorm'ed copy of the residual stream and adds its "
     "output to the stream itself, (batch, seq, d_model).",
-    start="normalise a copy of x for the attention; the residual stream itself stays as it is.",
+    start="the attention sub-layer alone first: which tensor it reads, and which one its output is added to.",
     make_cases=_layer_cases,
     knobs=_layer_knobs("pre"),
     variant=_layer_variant,
