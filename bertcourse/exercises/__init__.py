@@ -62,7 +62,7 @@ that ties them to its package function:
 attention      01-02: qkv_projection, qkv_from_linear, attention_scores, scaled_dot_product_attention,
                stable_softmax
 masks          03: padding_mask, causal_mask, masked_softmax, key_padding_mask
-positional     04: sinusoidal_position_encoding, apply_rotary
+positional     04: sinusoidal_position_encoding, alibi_bias
 multihead      05: split_heads, merge_heads, split_fused_qkv, multi_head_attention
 layernorm_ffn  06: layer_norm, feed_forward, post_ln_layer, pre_ln_layer
 bert           07: bert_embeddings, mlm_head, hf_to_ours, count_parameters
