@@ -352,6 +352,8 @@ def gradient_x_input(model: BertForSequenceClassification, batch: dict, target: 
         output.retain_grad()
         captured["embeddings"] = output  # (batch, seq, hidden)
 
+    device = model.classifier.weight.device
+    batch = {name: value.to(device) for name, value in batch.items()}
     was_training = model.training
     model.eval()
     handle = model.bert.embeddings.word_embeddings.register_forward_hook(keep)
@@ -376,10 +378,10 @@ def occlusion(model: BertForSequenceClassification, batch: dict, target: int) ->
     input_ids = batch["input_ids"]
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ValueError(f"`batch['input_ids']` must hold one input, shape (1, seq), got {describe(input_ids)}.")
-    mask = batch.get("attention_mask", torch.ones_like(input_ids))[0].bool()  # (seq,)
-    ids = input_ids[0, mask]  # (n,): the real tokens, [CLS] first and [SEP] last
+    mask = batch.get("attention_mask", torch.ones_like(input_ids))[0].bool().cpu()  # (seq,)
+    ids = input_ids[0].cpu()[mask].to(model.classifier.weight.device)  # (n,): the real tokens, [CLS] first, [SEP] last
     n = len(ids)
-    keep = ~torch.eye(n, dtype=torch.bool)[1:-1]  # (n - 2, n): row k leaves out token k + 1
+    keep = ~torch.eye(n, dtype=torch.bool, device=ids.device)[1:-1]  # (n - 2, n): row k leaves out token k + 1
     variants = ids.expand(n - 2, n)[keep].view(n - 2, n - 1)  # (n - 2, n - 1)
     was_training = model.training
     model.eval()
@@ -391,7 +393,7 @@ def occlusion(model: BertForSequenceClassification, batch: dict, target: int) ->
         model.train(was_training)
     scores = torch.zeros(input_ids.shape[1])  # (seq,)
     positions = mask.nonzero().flatten()[1:-1]  # (n - 2,): where the words sit in the input
-    scores[positions] = p_full - p_without  # (n - 2,)
+    scores[positions] = (p_full - p_without).cpu()  # (n - 2,)
     return scores
 
 

@@ -6,7 +6,7 @@ Sentence classification (notebook 10's main task) reads the fresh/rotten reviews
 
     collate = ReviewCollator(tokenizer, max_length=128)             # (text, label) examples -> a batch with labels
     batches = SeededBatches(split.train, 32, collate, seed=0)        # bertcourse.training's data order
-    history = train(model, batches, steps=..., lr=5e-5, metrics=classification_metrics, ...)
+    history = train(model, batches, steps=32, lr=3e-4, warmup_steps=3)
     evaluate(model, review_batches(split.test, tokenizer), classification_metrics)   # {"loss", "accuracy"}
 
 The baselines are plain models trained with the same loop, so that every row of notebook 10's table
@@ -35,11 +35,15 @@ what they are:
   machinery of extractive QA (a question and a passage, windows with a stride, start and end logits,
   a decoded span), on a task far easier than reading comprehension.
 
-``question_windows`` cuts a passage into windows that each fit the model beside the question
-(``long_inputs.window_spans``: ``window`` counts the passage's tokens in a window, ``stride`` is how
-far a window moves), and maps the answer to token positions in each window (position 0, the
-[CLS] token, where the window does not hold the whole answer: Hugging Face's convention for
-SQuAD). ``decode_answer`` takes the best valid span over all the windows of a passage.
+For tagging, ``encode_words`` tokenizes already-split words and keeps each piece's word id, and
+``TaggingCollator`` aligns the word labels to the pieces (``finetuning.align_word_labels``). For
+questions, ``question_windows`` cuts a passage into windows that each fit the model beside the
+question (``long_inputs.window_spans``: ``window`` counts the passage's tokens in a window,
+``stride`` is how far a window moves), and maps the answer to token positions in each window
+(position 0, the [CLS] token, where the window does not hold the whole answer: Hugging Face's
+convention for SQuAD); ``training_windows`` and ``WindowCollator`` turn every window of every
+question into training rows, and ``decode_answer`` takes the best valid span over all the
+windows of a passage (``finetuning.best_span``).
 
 Word ids and character offsets come from the ``tokenizers`` engine inside ``WordPieceTokenizer``
 (``tokenizer._tokenizer``), the one place this module reaches into the tokenizer.
@@ -125,8 +129,8 @@ def predict_probabilities(model, tokenizer: WordPieceTokenizer, texts, *, batch_
         with torch.no_grad():
             parts = []
             for i in range(0, len(texts), batch_size):
-                batch = tokenizer(list(texts[i : i + batch_size]), max_length=max_length)
-                parts.append(model(**batch).logits.softmax(dim=-1))  # (chunk, num_labels)
+                batch = _on_device(tokenizer(list(texts[i : i + batch_size]), max_length=max_length), model)
+                parts.append(model(**batch).logits.softmax(dim=-1).cpu())  # (chunk, num_labels)
     finally:
         model.train(was_training)
     return torch.cat(parts)  # (n_texts, num_labels)
@@ -224,10 +228,11 @@ def sentence_features(
         with torch.no_grad():
             for start in range(0, len(order), batch_size):
                 batch = tokenizer([texts[i] for i in order[start : start + batch_size]], max_length=max_length)
-                out = encoder(**batch)
-                parts["mean"].append(mean_pooling(out.last_hidden_state, batch["attention_mask"]))  # (chunk, hidden)
-                parts["cls"].append(out.last_hidden_state[:, 0])  # (chunk, hidden)
-                parts["pooler"].append(out.pooler_output)  # (chunk, hidden)
+                out = encoder(**_on_device(batch, encoder))
+                mask = batch["attention_mask"].to(out.last_hidden_state.device)
+                parts["mean"].append(mean_pooling(out.last_hidden_state, mask).cpu())  # (chunk, hidden)
+                parts["cls"].append(out.last_hidden_state[:, 0].cpu())  # (chunk, hidden)
+                parts["pooler"].append(out.pooler_output.cpu())  # (chunk, hidden)
     finally:
         encoder.train(was_training)
     back = torch.empty(len(order), dtype=torch.long)
@@ -528,6 +533,56 @@ def _answer_positions(windows: QuestionWindows, answer_start: int, answer_end: i
     return start, end
 
 
+def training_windows(tokenizer: WordPieceTokenizer, examples, *, max_length: int = 128, stride: int | None = None):
+    """Every window of every question as one training row: a dict of 1-D tensors ``input_ids``,
+    ``attention_mask``, ``token_type_ids``, ``start_positions`` and ``end_positions`` (both 0 in a window
+    without the whole answer, which teaches the model to point at [CLS] there). ``WindowCollator`` pads them."""
+    if not isinstance(examples, (list, tuple)) or not examples or not all(isinstance(e, QAExample) for e in examples):
+        raise ValueError(f"`examples` must be a non-empty list of QAExample, got {describe(examples)}.")
+    rows = []
+    for example in examples:
+        windows = question_windows(
+            tokenizer,
+            example.question,
+            example.context,
+            max_length=max_length,
+            stride=stride,
+            answer_start=example.answer_start,
+            answer_end=example.answer_end,
+        )
+        for row in range(len(windows.spans)):
+            length = int(windows.batch["attention_mask"][row].sum())
+            rows.append(
+                {
+                    **{name: value[row, :length] for name, value in windows.batch.items()},
+                    "start_positions": windows.start_positions[row],
+                    "end_positions": windows.end_positions[row],
+                }
+            )
+    return rows
+
+
+class WindowCollator:
+    """``collate(rows, generator=None) -> batch``: the rows of ``training_windows``, padded to the longest."""
+
+    def __init__(self, tokenizer: WordPieceTokenizer):
+        _require_tokenizer(tokenizer)
+        self.pad_token_id = tokenizer.pad_token_id
+
+    def __call__(self, rows, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+        if not isinstance(rows, (list, tuple)) or not rows:
+            raise ValueError(f"`rows` is an empty batch: pass at least one window, got {describe(rows)}.")
+        longest = max(len(row["input_ids"]) for row in rows)
+        batch = {}
+        for name, fill in (("input_ids", self.pad_token_id), ("attention_mask", 0), ("token_type_ids", 0)):
+            batch[name] = torch.full((len(rows), longest), fill, dtype=torch.long)  # (batch, longest)
+            for i, row in enumerate(rows):
+                batch[name][i, : len(row[name])] = row[name]
+        for name in ("start_positions", "end_positions"):
+            batch[name] = torch.stack([row[name] for row in rows])  # (batch,)
+        return batch
+
+
 def decode_answer(
     windows: QuestionWindows,
     start_logits: torch.Tensor,
@@ -557,6 +612,12 @@ def decode_answer(
 
 
 # --- checks --------------------------------------------------------------------------------------
+
+
+def _on_device(batch: dict, model) -> dict:
+    """The batch's tensors on the model's device (a model on a GPU, a tokenizer's tensors on the CPU)."""
+    device = next(model.parameters()).device
+    return {name: value.to(device) for name, value in batch.items()}
 
 
 def _require_tokenizer(tokenizer) -> None:

@@ -283,3 +283,27 @@ def test_bad_question_windows_are_explained(tok, kwargs, error, match):
     arguments = {"question": "Who runs a bakery?", "context": SUMMARY, "max_length": 32, **kwargs}
     with pytest.raises(error, match=match):
         fd.question_windows(tok, **arguments)
+
+
+def test_training_windows_are_every_window_of_every_question_padded_by_the_collator(tok):
+    examples = fd.who_questions([SUMMARY])
+    rows = fd.training_windows(tok, examples, max_length=24, stride=6)
+    windows = fd.question_windows(
+        tok,
+        examples[0].question,
+        SUMMARY,
+        max_length=24,
+        stride=6,
+        answer_start=examples[0].answer_start,
+        answer_end=examples[0].answer_end,
+    )
+    assert len(rows) == len(windows.spans)
+    assert [int(r["start_positions"]) for r in rows] == windows.start_positions.tolist()
+    batch = fd.WindowCollator(tok)(rows)
+    assert batch["input_ids"].shape == windows.batch["input_ids"].shape
+    assert torch.equal(batch["input_ids"], windows.batch["input_ids"])
+    assert torch.equal(batch["attention_mask"], windows.batch["attention_mask"])
+    with pytest.raises(ValueError, match=r"`rows` is an empty batch"):
+        fd.WindowCollator(tok)([])
+    with pytest.raises(ValueError, match=r"non-empty list of QAExample"):
+        fd.training_windows(tok, [])

@@ -9,6 +9,7 @@
     NeuronViewExplorer(model, tokenizer)     the query and key vectors behind one attention weight (08)
     FillMaskExplorer(model, tokenizer)       a tiny pretrained BERT's top-5 guesses for each [MASK] you type (09)
     MLMMaskingExplorer(tokenizer)            what the model sees of a sentence under the 80/10/10 rule, per seed (09)
+    SaliencyExplorer(model, tokenizer)       a review's predicted probability, and the tokens that push it (10)
     WindowExplorer(tokenizer)                sliding windows over a text: what each covers, where tokens are read (11)
 
 Every number an explorer draws comes from a pure, seeded function of ``bertcourse.experiments``
@@ -41,6 +42,7 @@ from .explorers import (
     ResidualExplorer,
     ScalingExplorer,
 )
+from .fine_tuning import SaliencyExplorer  # notebook 10
 from .inside import ModelViewExplorer, NeuronViewExplorer  # notebook 08
 from .long_inputs import WindowExplorer  # notebook 11
 from .pretraining import FillMaskExplorer, MLMMaskingExplorer  # notebook 09
@@ -54,6 +56,7 @@ __all__ = [
     "NeuronViewExplorer",
     "PositionalEncodingExplorer",
     "ResidualExplorer",
+    "SaliencyExplorer",
     "ScalingExplorer",
     "WindowExplorer",
     "gradient_norms_per_layer",
