@@ -11,9 +11,13 @@ The rule, in three parts:
    ``_<name>`` in the same module: the formula as a textbook writes it, with a shape
    comment on every tensor line and no check at all. ``solution(name)`` shows that core.
 2. **Check once, at the border.** A model (``BertModel``, the heads) checks its input
-   once; the modules inside (``MultiHeadAttention``, ``LayerNorm``, ``FeedForward``,
-   ``EncoderLayer``, ``Encoder``, ``BertEmbeddings``) trust their callers and call the
-   cores directly. Constructors check their settings, since they run once.
+   once, values included; the modules inside (``EncoderLayer``, ``Encoder``,
+   ``BertEmbeddings``) trust their callers and call the cores directly. The three layers
+   a learner also calls on tensors of their own (``MultiHeadAttention``, ``LayerNorm``,
+   ``FeedForward``) check only what their input's metadata says, with
+   ``require_layer_input``: rank, width, dtype, a few comparisons of Python ints that read
+   no value and that ``torch.compile`` folds into its guards. Constructors check their
+   settings, since they run once.
 3. **Values only where reading them is free.** Shapes and dtypes are known without
    touching the data, so those checks always run. A check that reads *values*
    (``int(ids.max())``, ``bool(mask.all())``) runs only when ``can_check_values(x)``:
@@ -109,6 +113,26 @@ def require_size(name: str, x: torch.Tensor, dim: int, size: int, expected: str)
     """Raise unless ``x.shape[dim] == size``; ``expected`` says it in words ("last dimension d = 8")."""
     if x.shape[dim] != size:
         raise ValueError(f"`{name}` must have {expected}, got {describe(x)}.")
+
+
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def require_layer_input(name: str, x, width: int, weight: torch.Tensor, *, ndim: int | None = None) -> None:
+    """The border check of a layer's forward, on metadata only: a float tensor (of rank ``ndim``) whose last
+    axis is the layer's ``width``, in the dtype of the layer's ``weight``. A half-precision input beside
+    float32 weights is autocast at work (notebook 12) and passes."""
+    require_float_tensor(name, x, ndim=ndim, min_dim=None if ndim else 1)
+    if x.shape[-1] != width:
+        raise ValueError(
+            f"`{name}` must have last dimension d_model = {width}, the width this layer was built with, "
+            f"got {describe(x)}."
+        )
+    if x.dtype != weight.dtype and x.dtype not in HALF_DTYPES and weight.dtype not in HALF_DTYPES:
+        raise TypeError(
+            f"`{name}` has dtype {x.dtype} but the layer's weights have {weight.dtype}: convert one of them, "
+            f"e.g. `{name}.to({weight.dtype})` (or the layer with `.to({x.dtype})`)."
+        )
 
 
 def require_shape(name: str, x, shape: tuple[int, ...], *, symbols: str = "", why: str = "") -> None:

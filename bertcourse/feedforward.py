@@ -22,7 +22,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import require_float_tensor, require_positive_int, require_shape, require_size
+from ._validation import (
+    require_float_tensor,
+    require_layer_input,
+    require_positive_int,
+    require_shape,
+    require_size,
+)
 
 
 def gelu(x: torch.Tensor) -> torch.Tensor:
@@ -64,8 +70,9 @@ def _feed_forward(x, w1, b1, w2, b2):
 class FeedForward(nn.Module):
     """BERT's feed-forward block; ``intermediate`` widens, ``output`` narrows back.
 
-    ``forward`` trusts its caller (check a tensor of your own with ``feed_forward``) and
-    hands the ``nn.Linear`` layers their own (out, in) weights, so nothing is transposed.
+    ``forward`` checks only its input's metadata (width, dtype; ``feed_forward`` checks
+    everything) and hands the ``nn.Linear`` layers their own (out, in) weights, so nothing
+    is transposed.
     """
 
     def __init__(self, d_model: int, d_ff: int):
@@ -76,5 +83,6 @@ class FeedForward(nn.Module):
         self.output = nn.Linear(d_ff, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        require_layer_input("x", x, self.intermediate.in_features, self.intermediate.weight)
         hidden = F.gelu(self.intermediate(x))  # (..., d_ff): GELU(x W1^T + b1)
         return self.output(hidden)  # (..., d_model)

@@ -19,8 +19,8 @@ and the test accuracy:
     minilm_fine_tuned_all  MiniLM fine-tuned on all 10,202 training reviews
 
 Notebook 10 trains the rows that fit its two minutes (majority, bag_of_words, minilm_frozen,
-minilm_fine_tuned, bag_of_words_all) itself, with these same functions, and prints the rest from the
-committed ``finetuning_table.json`` that this script writes. The tiny BERT is pretrained by this
+minilm_fine_tuned) itself, with these same functions, and prints the whole table from the committed
+``finetuning_table.json`` that this script writes. The tiny BERT is pretrained by this
 script with notebook 09's ``pretraining.pretrain`` (``--pretraining-steps``; ``--tiny-folder`` keeps
 the checkpoint, and reuses one that is already there): pretraining takes far longer than notebook
 10 may, so notebook 10 never needs those weights and runs on its own, in any order.
@@ -71,7 +71,6 @@ TITLES = {
     "minilm_fine_tuned_all": "MiniLM fine-tuned end to end",
 }
 ROWS = tuple(TITLES)
-NOTEBOOK_ROWS = ("majority", "bag_of_words", "minilm_frozen", "minilm_fine_tuned", "bag_of_words_all")
 
 # The recipes. MiniLM: one epoch at 3e-4 (a small model takes a larger rate than BERT-base's 2e-5 to 5e-5),
 # 10% warm-up then linear decay. The tiny BERT: ten epochs at 5e-4, the same for both tiny rows.

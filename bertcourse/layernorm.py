@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import require_float_tensor, require_positive_int, require_shape
+from ._validation import require_float_tensor, require_layer_input, require_positive_int, require_shape
 
 
 def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
@@ -55,7 +55,7 @@ class LayerNorm(nn.Module):
 
     ``fused=True`` (the default, what the model uses) runs PyTorch's fused kernel;
     ``fused=False`` runs the from-scratch ``_layer_norm``. Same parameters, same numbers.
-    ``forward`` trusts its caller: check a tensor of your own with ``layer_norm``.
+    ``forward`` checks only its input's metadata (width, dtype); ``layer_norm`` checks everything.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-12, fused: bool = True):
@@ -67,6 +67,7 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        require_layer_input("x", x, self.weight.shape[0], self.weight)
         if self.fused:
             return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)  # (..., d)
         return _layer_norm(x, self.weight, self.bias, self.eps)  # (..., d)

@@ -26,6 +26,7 @@ from ._validation import (
     require_integer_tensor,
     require_mask,
     require_positive_int,
+    require_tensor,
 )
 
 
@@ -168,12 +169,22 @@ def broadcast_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str 
     (``expand_padding_mask``). No copy of the full (batch, heads, q, k) tensor is made.
     """
     require_mask(name, mask)
+    require_mask_shape(name, mask, scores_shape)
+    return _as_bool_mask(mask)
+
+
+def require_mask_shape(name: str, mask, scores_shape: tuple[int, ...]) -> None:
+    """Raise unless ``mask`` is a tensor that broadcasts to ``scores_shape`` (..., q_len, k_len).
+
+    Metadata only (no value is read), so a layer's forward can afford it on any device and under
+    ``torch.compile``; ``broadcast_mask`` adds the check of the values.
+    """
+    require_tensor(name, mask)
     scores_shape = tuple(scores_shape)
-    try:
-        broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
-    except RuntimeError:
-        broadcast = None
-    if broadcast != scores_shape:
+    fits = mask.dim() <= len(scores_shape) and all(
+        m in (1, s) for m, s in zip(reversed(mask.shape), reversed(scores_shape), strict=False)
+    )
+    if not fits:
         hint = ""
         if mask.dim() == 2 and len(scores_shape) >= 3 and mask.shape == (scores_shape[0], scores_shape[-1]):
             hint = (
@@ -185,7 +196,6 @@ def broadcast_mask(mask: torch.Tensor, scores_shape: tuple[int, ...], name: str 
             f"`{name}` of shape {tuple(mask.shape)} cannot broadcast to the attention scores of shape "
             f"{scores_shape} (..., q_len, k_len).{hint}"
         )
-    return _as_bool_mask(mask)
 
 
 def fill_value(dtype: torch.dtype) -> float:

@@ -25,12 +25,13 @@ from ._validation import (
     describe,
     require_divisible,
     require_float_tensor,
+    require_layer_input,
     require_probability,
     require_shape,
     require_tensor,
 )
 from .attention import _fast_attention, _scaled_dot_product_attention
-from .masks import broadcast_mask
+from .masks import broadcast_mask, require_mask_shape
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -131,10 +132,11 @@ class MultiHeadAttention(nn.Module):
     ``need_weights`` is False (then the fused fast path runs). ``dropout_p`` drops attention
     weights in training mode.
 
-    The constructor checks its settings; ``forward`` trusts its caller (``BertModel`` checks
-    its input once, at its border) and calls the cores directly, so nothing is re-checked,
-    nothing is read back from a GPU, and ``torch.compile`` sees one graph. To check a tensor
-    of your own, call the public functions (``split_heads``, ``scaled_dot_product_attention``).
+    The constructor checks its settings; ``forward`` checks only the metadata of ``x`` and
+    ``mask`` (rank, width, dtype, a mask that broadcasts) and calls the cores directly, so
+    nothing is read back from a GPU and ``torch.compile`` sees one graph. The values of a
+    mask (0/1) are checked by ``BertModel`` at its border, or by the public functions
+    (``split_heads``, ``scaled_dot_product_attention``) on a tensor of your own.
     """
 
     def __init__(self, d_model: int, num_heads: int, dropout_p: float = 0.0):
@@ -150,6 +152,9 @@ class MultiHeadAttention(nn.Module):
         self.output = nn.Linear(d_model, d_model)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False):
+        require_layer_input("x", x, self.d_model, self.query.weight, ndim=3)
+        if mask is not None:
+            require_mask_shape("mask", mask, (x.shape[0], self.num_heads, x.shape[1], x.shape[1]))
         q = _split_heads(self.query(x), self.num_heads)  # (batch, heads, seq, d_head)
         k = _split_heads(self.key(x), self.num_heads)  # (batch, heads, seq, d_head)
         v = _split_heads(self.value(x), self.num_heads)  # (batch, heads, seq, d_head)

@@ -4,9 +4,9 @@ Notebook 09 pretrains with it, notebook 10 fine-tunes with it, notebook 12 wraps
 autocast) and calls the same pieces::
 
     batches = SeededBatches(examples, batch_size, collate, seed=0)   # batch(step): a pure function of the step
-    history = train(model, batches, steps=400, lr=1e-3, warmup_steps=40,
-                    eval_batches=held_out, eval_every=100, metrics=pretraining_metrics,
-                    checkpoint_dir="run", checkpoint_every=100, resume=True)
+    history = train(model, batches, steps=600, lr=2e-3, warmup_steps=60,
+                    eval_batches=held_out, eval_every=150, metrics=pretraining_metrics,
+                    checkpoint_dir="run", checkpoint_every=150, resume=True)
 
 ``model`` is any ``nn.Module`` whose ``forward(**batch)`` returns an object with a scalar ``.loss``
 (``BertForPreTraining`` with labels, a classifier with labels, a Hugging Face model); every other
@@ -52,6 +52,7 @@ import hashlib
 import io
 import json
 import math
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -457,17 +458,24 @@ class _PrintedProgress:
 
 
 class _LivePlot:
-    """The training losses (and held-out ones, as dots) redrawn in place about 20 times per run."""
+    """The training losses (and held-out ones, as dots) redrawn in place: at most about 20 times per run,
+    and at most once every ``min_seconds`` (one drawing takes a few tenths of a second, which a run of
+    short steps would otherwise spend mostly on its plot); always at the end."""
+
+    min_seconds = 3.0
 
     def __init__(self, steps: int):
         from IPython.display import display
 
         self.steps, self.every = steps, max(steps // 20, 1)
         self.handle = display(self._image(History()), display_id=True)
+        self.drawn_at = time.perf_counter()
 
     def __call__(self, history: History, final: bool = False) -> None:
-        if final or history.step % self.every == 0:
+        due = history.step % self.every == 0 and time.perf_counter() - self.drawn_at >= self.min_seconds
+        if final or due:
             self.handle.update(self._image(history))
+            self.drawn_at = time.perf_counter()
 
     def _image(self, history: History):
         from IPython.display import Image

@@ -348,3 +348,27 @@ def test_saliency_checks_its_target():
         gradient_x_input(small_classifier(), batch(), target=2)
     with pytest.raises(TypeError, match=r"`model` must be a BertForSequenceClassification"):
         occlusion(bc.BertModel(ODD), batch(), target=0)
+
+
+# --- the learner's model in the ecosystem ----------------------------------------------------------
+
+
+def test_a_saved_classifier_loads_in_a_transformers_pipeline_and_answers_the_same(tmp_path):
+    """save_pretrained (model, label map) + the tokenizer's vocab.txt: transformers.pipeline reads the folder
+    and gives our model's label and probability for every text."""
+    from bertcourse.finetuning_data import predict_probabilities
+
+    tok = bc.WordPieceTokenizer.from_folder(bc.pretrained.default_weights_dir())
+    config = bc.BertConfig(
+        vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+    )
+    model = randomised(BertForSequenceClassification(config, num_labels=3, label_names=["sad", "flat", "glad"]))
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["id2label"] == {"0": "sad", "1": "flat", "2": "glad"}
+    classifier = transformers.pipeline("text-classification", model=str(tmp_path), device="cpu")
+    texts = ["A joyous, tender film.", "Dull, dull, dull.", "Neither here nor there, and far too long for it."]
+    theirs = classifier(texts)
+    mine = predict_probabilities(model, tok, texts)  # (3, 3)
+    assert [answer["label"] for answer in theirs] == [model.label_names[int(p.argmax())] for p in mine]
+    torch.testing.assert_close(torch.tensor([a["score"] for a in theirs]), mine.max(dim=-1).values, atol=1e-5, rtol=0)

@@ -195,9 +195,14 @@ def calls_into_the_package(run):
     return calls
 
 
-def test_modules_trust_their_callers_and_call_the_cores():
-    """A forward pass runs no check: no helper of _validation but can_check_values (which guards
-    a shortcut), no check_* function, no checked public function (each would call _validation)."""
+# What a layer's forward may check: its input's metadata (rank, width, dtype, a mask that broadcasts).
+METADATA_CHECKS = {"require_layer_input", "require_float_tensor", "require_tensor", "require_mask_shape"}
+
+
+def test_modules_check_only_metadata_and_call_the_cores():
+    """A forward pass runs no value check: no helper of _validation but the metadata checks at a layer's
+    border and can_check_values (which guards a shortcut), no check_* function, no checked public
+    function (each would call _validation). A module that only holds layers checks nothing itself."""
     for module, args in small_modules():
         with torch.no_grad():
             calls = calls_into_the_package(lambda module=module, args=args: module.eval()(*args))
@@ -206,8 +211,38 @@ def test_modules_trust_their_callers_and_call_the_cores():
             for file, name in calls
             if name != "can_check_values" and (file == "_validation.py" or "check" in name or "require" in name)
         ]
-        assert checks == [], (type(module).__name__, checks)
+        assert set(checks) <= METADATA_CHECKS, (type(module).__name__, checks)
+        borders = checks.count("require_layer_input")
+        layers = sum(isinstance(m, (bc.MultiHeadAttention, bc.LayerNorm, bc.FeedForward)) for m in module.modules())
+        assert borders == layers, (type(module).__name__, borders, layers)  # one check per layer, none more
         assert ("multihead.py", "_split_heads") in calls or not isinstance(module, bc.MultiHeadAttention)
+
+
+LAYERS = [bc.MultiHeadAttention(8, 2), bc.LayerNorm(8), bc.FeedForward(8, 16)]
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: type(layer).__name__)
+def test_a_layer_called_on_a_tensor_of_the_wrong_width_or_dtype_says_so(layer):
+    with pytest.raises(ValueError, match=r"`x` must have last dimension d_model = 8, the width this layer was built"):
+        layer(torch.randn(2, 3, 6))
+    with pytest.raises(TypeError, match=r"`x` has dtype torch.float64 but the layer's weights have torch.float32"):
+        layer(torch.randn(2, 3, 8, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"`x` must hold floating-point numbers"):
+        layer(torch.ones(2, 3, 8, dtype=torch.long))
+    with pytest.raises(TypeError, match=r"`x` must be a torch.Tensor, got list .*torch.tensor"):
+        layer([[0.0] * 8])
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # a half input beside float32 weights is autocast's
+        layer(torch.randn(2, 3, 8, dtype=torch.bfloat16))
+
+
+def test_attention_says_which_mask_does_not_fit():
+    attention = bc.MultiHeadAttention(8, 2)
+    x = torch.randn(2, 3, 8)
+    with pytest.raises(ValueError, match=r"`x` must have 3 dimensions, got a tensor of shape \(3, 8\)"):
+        attention(x[0])
+    with pytest.raises(ValueError, match=r"`mask` of shape \(2, 3\) cannot broadcast .* a \(batch, k_len\) padding"):
+        attention(x, torch.ones(2, 3, dtype=torch.bool))
+    assert attention(x, torch.ones(2, 1, 1, 3, dtype=torch.bool))[0].shape == (2, 3, 8)
 
 
 def test_no_value_is_read_back_from_a_device():

@@ -337,3 +337,25 @@ def test_one_adamw_step_leaves_the_same_weights_as_hugging_face_s(tmp_path):
     for name, value in mine.items():
         torch.testing.assert_close(value, hf[name], atol=1e-6, rtol=0, msg=name)
         assert not torch.equal(value, before[name]), f"{name} did not move"
+
+
+def test_the_live_plot_redraws_at_most_every_few_seconds_and_always_at_the_end(monkeypatch):
+    """A drawing costs a few tenths of a second: 32 quick steps must not pay for 32 of them."""
+    from bertcourse import training as t
+
+    drawn = []
+    monkeypatch.setattr(t._LivePlot, "_image", lambda self, history: history.step)
+    plot = t._LivePlot(32)
+
+    class Handle:
+        def update(self, image):
+            drawn.append(image)
+
+    plot.handle, clock = Handle(), [plot.drawn_at]
+    monkeypatch.setattr(t.time, "perf_counter", lambda: clock[0])
+    history = t.History()
+    for step in range(32):
+        history.record({"loss": 1.0})
+        clock[0] += 0.25  # a quarter of a second per step
+        plot(history, final=step == 31)
+    assert drawn == [12, 24, 32]  # every 3 s of training, then the last step

@@ -192,6 +192,18 @@ def _same_input(before, after) -> bool:
         if isinstance(before, torch.Tensor):
             after = plain(after)
             return isinstance(after, torch.Tensor) and before.shape == after.shape and torch.equal(before, after)
+        if isinstance(before, (list, tuple)):  # a list of tensors (one map per layer, say): element by element
+            return (
+                isinstance(after, (list, tuple))
+                and len(before) == len(after)
+                and all(_same_input(b, a) for b, a in zip(before, after, strict=True))
+            )
+        if isinstance(before, dict):
+            return (
+                isinstance(after, dict)
+                and before.keys() == after.keys()
+                and all(_same_input(before[key], after[key]) for key in before)
+            )
         return bool(before == after)
     except Exception:
         return False
