@@ -458,16 +458,16 @@ class _PrintedProgress:
 
 
 class _LivePlot:
-    """The training losses (and held-out ones, as dots) redrawn in place: at most about 20 times per run,
+    """The training losses (and held-out ones, as dots) redrawn in place: at most about 10 times per run,
     and at most once every ``min_seconds`` (one drawing takes a few tenths of a second, which a run of
     short steps would otherwise spend mostly on its plot); always at the end."""
 
-    min_seconds = 3.0
+    min_seconds = 5.0
 
     def __init__(self, steps: int):
         from IPython.display import display
 
-        self.steps, self.every = steps, max(steps // 20, 1)
+        self.steps, self.every = steps, max(steps // 10, 1)
         self.handle = display(self._image(History()), display_id=True)
         self.drawn_at = time.perf_counter()
 
