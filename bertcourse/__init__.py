@@ -47,7 +47,10 @@ Glossary. The notebooks use the textbook's names; the config uses Hugging Face's
 Where arguments are checked. A public function checks its arguments (a clear error naming the
 argument, what came and what was expected), then calls a core, ``_<name>``, that reads like the
 textbook; ``solution(name)`` shows that core. A model checks its inputs once, at its border
-(``BertModel.forward``, a head's labels); the modules inside trust their caller. Checks that read
+(``BertModel.forward``, a head's labels); the modules inside trust their caller, except that the three
+layers a learner also calls by hand (``MultiHeadAttention``, ``LayerNorm``, ``FeedForward``) check their
+input's metadata (rank, width, dtype: no value read), so a wrong width is named, not a bare PyTorch
+shape error. Checks that read
 a tensor's values run only on CPU tensors and never while ``torch.compile`` traces
 (``_validation.can_check_values``): on a GPU each would wait for the device, and under
 ``torch.compile`` each would break the graph. Every check is written once, in

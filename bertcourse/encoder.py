@@ -19,7 +19,7 @@ attention and the feed-forward block as functions, the LayerNorms' parameters), 
 for the exercises of notebook 06.
 
 The constructors check their settings; ``forward`` trusts its caller (``BertModel`` checks its
-input once, at its border) and runs the sub-layers without re-checking anything.
+input once, at its border) and runs the sub-layers, which check only their input's metadata.
 """
 
 from __future__ import annotations
