@@ -20,6 +20,19 @@ def checkbox(value: bool, description: str) -> widgets.Checkbox:
     return widgets.Checkbox(value=value, description=description, indent=False, layout=widgets.Layout(width="auto"))
 
 
+NOTHING_TO_DRAW = "nothing to draw"
+
+
+def message_figure(message: str, height: float = 1.4):
+    """A figure that says what is wrong with the input, in red, where the picture would be: an explorer
+    shows bad input instead of raising in the middle of an interaction."""
+    figure, ax = plt.subplots(figsize=(9, height))
+    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, fontsize=11, color="#a50f15")
+    ax.set_axis_off()
+    ax.set_title(NOTHING_TO_DRAW)
+    return figure
+
+
 class _Explorer:
     """Shared plumbing: controls -> ``interactive_output`` -> one box, and how it displays itself."""
 

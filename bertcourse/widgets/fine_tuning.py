@@ -23,7 +23,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
 from ..finetuning import BertForSequenceClassification, gradient_x_input, occlusion
-from ._base import WIDE, _Explorer
+from ._base import NOTHING_TO_DRAW, WIDE, _Explorer, message_figure
 
 DEFAULT_REVIEW = "A witty, touching film, although the second half drags on far too long."
 METHODS = ("gradient × input", "occlusion")
@@ -67,11 +67,7 @@ class SaliencyExplorer(_Explorer):
     def _draw(self, text: str, method: str) -> dict:
         message = self._problem(text)
         if message is not None:
-            figure, ax = plt.subplots(figsize=(9, 1.4))
-            ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, fontsize=11, color="#a50f15")
-            ax.set_axis_off()
-            title = "nothing to draw"
-            ax.set_title(title)
+            figure, title = message_figure(message, height=1.4), NOTHING_TO_DRAW
             return {
                 "matrix": None,
                 "tokens": [],

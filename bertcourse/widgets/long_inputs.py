@@ -16,7 +16,7 @@ import torch
 from matplotlib.colors import ListedColormap
 
 from ..long_inputs.windows import central_windows, check_window, content_ids, window_spans
-from ._base import WIDE, _Explorer
+from ._base import NOTHING_TO_DRAW, WIDE, _Explorer, message_figure
 
 DEFAULT_LONG_TEXT = (
     "Hamlet, Prince of Denmark, meets the ghost of his father on the castle walls at night, "
@@ -58,11 +58,7 @@ class WindowExplorer(_Explorer):
     def _draw(self, text: str, window: int, stride: int) -> dict:
         tokens, spans, message = self._windows(text, window, stride)
         if message is not None:
-            figure, ax = plt.subplots(figsize=(9, 1.6))
-            ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, fontsize=11, color="#a50f15")
-            ax.set_axis_off()
-            title = "nothing to draw"
-            ax.set_title(title)
+            figure, title = message_figure(message, height=1.6), NOTHING_TO_DRAW
             return {
                 "matrix": None,
                 "tokens": tokens,
