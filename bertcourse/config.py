@@ -8,8 +8,6 @@ file (``architectures``, ``transformers_version``, ...) are ignored.
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 
 from ._validation import describe, is_int, require_divisible, require_positive_int, require_probability
 
@@ -62,6 +60,11 @@ class BertConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> BertConfig:
+        """The config of a ``config.json``'s values (a dict); keys that are not fields are ignored."""
+        if not isinstance(values, dict):
+            raise TypeError(
+                f"`values` must be a dict of BertConfig's fields (a config.json's object), got {describe(values)}."
+            )
         names = {f.name for f in dataclasses.fields(cls)}
         if values.get("hidden_act", "gelu") != "gelu":
             raise ValueError(f"only the exact GELU is supported, got hidden_act={values['hidden_act']!r}.")
@@ -71,10 +74,6 @@ class BertConfig:
                 f"position_embedding_type={values['position_embedding_type']!r}."
             )
         return cls(**{k: v for k, v in values.items() if k in names})
-
-    @classmethod
-    def from_json(cls, path) -> BertConfig:
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
 def require_config(config) -> None:

@@ -265,11 +265,22 @@ def weights_folder(folder, name: str = "folder") -> Path:
     return folder
 
 
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
 def read_config(folder: Path) -> dict:
+    """``folder/config.json``'s values: a JSON object, or a ``ValueError`` that names the file and what it holds."""
     try:
-        return json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+        values = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ValueError(f"config.json in {folder.name!r} is not valid JSON: {error}") from None
+    if not isinstance(values, dict):
+        raise ValueError(
+            f"config.json in {folder.name!r} holds a JSON {_JSON_KINDS.get(type(values), type(values).__name__)} "
+            f"({json.dumps(values)[:60]}), but a model's config is a JSON object: "
+            '{"hidden_size": 384, "num_hidden_layers": 6, ...}.'
+        )
+    return values
 
 
 def read_weights(folder: Path) -> dict[str, torch.Tensor]:

@@ -222,6 +222,8 @@ def test_the_embeddings_function_checks_its_input_like_the_model(change, error, 
 def test_a_config_of_the_wrong_kind_is_explained():
     with pytest.raises(TypeError, match=r"`config` must be a BertConfig, got dict.*from_dict"):
         bc.BertModel({"hidden_size": 32})
+    with pytest.raises(TypeError, match=r"`values` must be a dict of BertConfig's fields .*, got list \[\]"):
+        bc.BertConfig.from_dict([])
     with pytest.raises(TypeError, match=r"`config` must be a BertConfig, got BertModel"):
         bc.count_parameters(bc.BertModel(SMALL))
     with pytest.raises(ValueError, match=r"`hidden_dropout_prob` must be a probability"):

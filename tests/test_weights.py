@@ -158,6 +158,17 @@ def test_a_pickle_only_folder_is_refused_with_the_reason_and_the_fix(tmp_path):
         bc.BertModel.from_pretrained(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("text", "kind"), [("[]", "array"), ("3", "number"), ('"bert"', "string"), ("null", "null"), ("true", "boolean")]
+)
+def test_a_config_json_that_is_not_an_object_is_explained(tmp_path, text, kind):
+    bc.BertModel(ODD).save_pretrained(tmp_path)
+    (tmp_path / "config.json").write_text(text)
+    expected = rf"config.json in '{tmp_path.name}' holds a JSON {kind} \({re.escape(text)}\), but .* is a JSON object"
+    with pytest.raises(ValueError, match=expected):
+        bc.BertModel.from_pretrained(tmp_path)
+
+
 def test_load_pretrained_explains_a_folder_without_a_vocabulary(tmp_path):
     bc.BertModel(ODD).save_pretrained(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"no vocab.txt.*BertModel.from_pretrained\(folder\).*tokenizer.save"):
