@@ -338,6 +338,31 @@ def test_every_widget_output_carries_its_picture() -> None:
     )
 
 
+def test_every_browser_test_carries_the_browser_marker() -> None:
+    """``pytest -m "not browser"`` leaves out exactly the tests that drive Chromium (those that call
+    ``require_browser``), and the marker is registered (pyproject's [tool.pytest.ini_options] markers)."""
+    import ast
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    unmarked = []
+    for path in sorted(Path(__file__).parent.glob("test_browser*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+                continue
+            calls = {c.func.id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+            marked = any(ast.unparse(d) == "pytest.mark.browser" for d in node.decorator_list)
+            if ("require_browser" in calls) != marked:
+                unmarked.append(f"{path.name}::{node.name}")
+    assert not unmarked, f"mark exactly the tests that call require_browser() with @pytest.mark.browser: {unmarked}"
+    markers = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    assert any(line.split(":")[0].strip() == "browser" for line in markers["markers"])
+
+
+@pytest.mark.browser
 def test_unrun_notebooks_show_every_explorer_as_drawn(tmp_path: Path) -> None:
     require_browser()
     from playwright.sync_api import sync_playwright
@@ -367,6 +392,7 @@ def test_unrun_notebooks_show_every_explorer_as_drawn(tmp_path: Path) -> None:
             browser.close()
 
 
+@pytest.mark.browser
 def test_attention_explorer_runs_responds_and_reopens_in_jupyterlab(tmp_path: Path) -> None:
     require_browser()
     from playwright.sync_api import sync_playwright

@@ -13,6 +13,7 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from test_browser import (
     ARTIFACTS,
     CHROMIUM,
@@ -61,6 +62,7 @@ def wait_for_new_picture(page, cell, before: list[str], deadline: Deadline) -> l
     return images_in(cell)
 
 
+@pytest.mark.browser
 def test_model_view_takes_a_typed_sentence_and_a_new_head_in_jupyterlab(tmp_path: Path) -> None:
     require_browser()
     from playwright.sync_api import sync_playwright

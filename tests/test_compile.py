@@ -1,4 +1,5 @@
-"""``torch.compile(model, fullgraph=True)`` compiles BertModel's fast path and matches eager.
+"""``torch.compile(model, fullgraph=True)`` compiles BertModel's fast path, and the attention and encoder
+layers alone, and matches eager.
 
 fullgraph=True turns every graph break into an error, so this test also proves the forward pass
 reads no tensor value back to the host (no ``.item()``, no ``bool(mask.all())``) while compiling.
@@ -38,6 +39,18 @@ def test_fullgraph_compile_of_the_fast_path_matches_eager():
         fast = compiled(input_ids, attention_mask, token_type_ids)
     torch.testing.assert_close(fast.last_hidden_state, eager.last_hidden_state, atol=1e-5, rtol=0)
     torch.testing.assert_close(fast.pooler_output, eager.pooler_output, atol=1e-5, rtol=0)
+
+
+def test_multi_head_attention_and_encoder_layer_compiled_by_inductor_match_eager():
+    torch.manual_seed(0)
+    x = torch.randn(2, 7, 32)
+    mask = bc.expand_padding_mask(bc.padding_mask([7, 5]))
+    for module in (bc.MultiHeadAttention(32, 4).eval(), bc.EncoderLayer(32, 4, 64).eval()):
+        torch._dynamo.reset()
+        compiled = torch.compile(module, fullgraph=True)
+        with torch.no_grad():
+            (ours, _), (expected, _) = compiled(x, mask), module(x, mask)
+        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_value_checks_are_skipped_only_while_compiling():

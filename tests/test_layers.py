@@ -272,16 +272,3 @@ def test_every_module_compiles_to_one_graph():
         compiled = torch.compile(module, fullgraph=True, backend="eager")
         with torch.no_grad():
             torch.testing.assert_close(compiled(*args), module(*args), atol=1e-6, rtol=1e-6)
-
-
-@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")  # Inductor's import
-def test_multi_head_attention_and_encoder_layer_compiled_by_inductor_match_eager():
-    torch.manual_seed(0)
-    x = torch.randn(2, 7, 32)
-    mask = bc.expand_padding_mask(bc.padding_mask([7, 5]))
-    for module in (bc.MultiHeadAttention(32, 4).eval(), bc.EncoderLayer(32, 4, 64).eval()):
-        torch._dynamo.reset()
-        compiled = torch.compile(module, fullgraph=True)
-        with torch.no_grad():
-            (ours, _), (expected, _) = compiled(x, mask), module(x, mask)
-        torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-5)
