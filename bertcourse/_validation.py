@@ -37,6 +37,13 @@ def describe(x) -> str:
     return f"{type(x).__name__} {x!r}"[:120]
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun that agrees with it, for a message: "1 token", "2 tokens", "0 tokens".
+
+    ``plural`` is for a noun that does not just take an "s" (``counted(n, "query", "queries")``)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def can_check_values(x: torch.Tensor) -> bool:
     """Whether a check may read ``x``'s *values* (not just its shape) without a cost.
 

@@ -1,6 +1,7 @@
 """SaliencyExplorer (notebook 10): the scores drawn are the package's, the probability is the model's, both
 methods and a typed review redraw, and bad input is a message in the figure instead of an exception."""
 
+import ipywidgets as widgets
 import matplotlib
 import matplotlib.pyplot as plt
 import pytest
@@ -59,6 +60,14 @@ def test_the_explorer_draws_the_packages_scores_and_the_models_probability(tok, 
     assert model.training  # the explorer gives the model its mode back
     assert len(drawn["figure"].axes[0].texts) == len(drawn["tokens"])
     assert plt.fignum_exists(drawn["figure"].number) is False  # closed after it was shown
+
+
+def test_the_review_box_redraws_on_enter(tok, model):
+    """The notebook says "type a review and press Enter": a one-line Text box sends its value on Enter
+    (and when it loses focus) with continuous_update=False; a Textarea would take Enter as a newline."""
+    explorer = SaliencyExplorer(model, tok)
+    assert type(explorer.text) is widgets.Text and explorer.text.continuous_update is False
+    assert explorer.text.description == "review"
 
 
 def test_switching_the_method_and_typing_a_review_redraws(tok, model):

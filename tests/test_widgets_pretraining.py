@@ -1,6 +1,7 @@
 """The explorers of notebook 09, driven from Python: fill-mask shows the model's own top 5, the masking
 explorer shows exactly what mask_tokens does, and bad input is a message in the widget, never an exception."""
 
+import ipywidgets as widgets
 import matplotlib
 import numpy as np
 import pytest
@@ -56,7 +57,7 @@ def test_fill_mask_gives_the_top_5_for_each_mask_and_leaves_the_model_as_it_was(
 def test_fill_mask_explorer_draws_the_predictions(model, tokenizer):
     explorer = FillMaskExplorer(model, tokenizer)
     explorer.text.value = "a [MASK] finds the old house."
-    assert explorer.drawn["message"] is None and explorer.status.value == ""
+    assert explorer.drawn["message"] is None
     assert explorer.drawn["predictions"] == fill_mask(model, tokenizer, "a [MASK] finds the old house.")
     assert explorer.drawn["matrix"].shape == (1, 5)
     assert len(explorer.drawn["figure"].axes) == 1
@@ -65,10 +66,10 @@ def test_fill_mask_explorer_draws_the_predictions(model, tokenizer):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("the film is long.", "`text` has no [MASK]: put [MASK] where the model should guess a word."),
+        ("the film is long.", "The sentence has no [MASK]: put [MASK] where the model should guess a word."),
         ("the film is [mask].", "Write it in capitals: [MASK]."),
-        ("", "`text` is empty: type a sentence."),
-        ("[MASK] " * 5, "`text` has 5 [MASK]s; this explorer shows at most 4."),
+        ("", "The sentence is empty: type a sentence."),
+        ("[MASK] " * 5, "The sentence has 5 [MASK]s; this explorer shows at most 4."),
         ("the film " * 40 + "[MASK]", "this model reads at most 32."),
     ],
 )
@@ -76,8 +77,18 @@ def test_fill_mask_explorer_answers_bad_input_with_a_message(model, tokenizer, t
     explorer = FillMaskExplorer(model, tokenizer)
     explorer.text.value = text
     assert message in explorer.drawn["message"]
-    assert message in explorer.status.value.replace("&#x27;", "'")
+    assert "`text`" not in explorer.drawn["message"], "the box is called 'sentence'"
+    assert explorer.text.description == "sentence"
     assert explorer.drawn["matrix"] is None
+    said_once(explorer)
+
+
+def said_once(explorer):
+    """The message is in the figure, where the picture would be, and nowhere else in the widget."""
+    (ax,) = explorer.drawn["figure"].axes
+    shown = " ".join(" ".join(t.get_text() for t in ax.texts).split())
+    assert explorer.drawn["message"] == shown
+    assert not [child for child in explorer.widget.children if isinstance(child, widgets.HTML)]
 
 
 def test_fill_mask_needs_the_mlm_head(tokenizer):
@@ -118,8 +129,12 @@ def test_masking_explorer_redraws_with_the_seed_and_the_probability(tokenizer):
     assert explorer.drawn["matrix"].sum() == 0 and "0 of" in explorer.drawn["title"]
     explorer.probability.value = 1.0
     assert explorer.drawn["matrix"][0].sum() == len(explorer.drawn["view"].tokens) - 2
+    explorer.text.value = "film"
+    assert explorer.drawn["view"].tokens == ["[CLS]", "film", "[SEP]"]
+    assert " of 1 token selected" in explorer.drawn["title"], explorer.drawn["title"]
     explorer.text.value = "  "
-    assert explorer.drawn["message"] == "`text` is empty: type a sentence."
+    assert explorer.drawn["message"] == "The sentence is empty: type a sentence."
+    said_once(explorer)
 
 
 def test_masking_explorer_refuses_impossible_starting_values(tokenizer):

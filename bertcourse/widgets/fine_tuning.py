@@ -55,11 +55,10 @@ class SaliencyExplorer(_Explorer):
                 f"got {target!r}."
             )
         self.model, self.tokenizer, self.target = model, tokenizer, target
-        self.text = widgets.Textarea(
-            value=text,
-            description="review",
-            continuous_update=False,
-            layout=widgets.Layout(width="720px", height="60px"),
+        # One line, so that Enter redraws (in a Textarea, Enter adds a newline and nothing happens);
+        # continuous_update=False: one redraw on Enter or on leaving the box, not one per key.
+        self.text = widgets.Text(
+            value=text, description="review", continuous_update=False, layout=widgets.Layout(width="720px")
         )
         self.method = widgets.ToggleButtons(options=list(METHODS), value=method, description="score", style=WIDE)
         self._assemble({"text": self.text, "method": self.method}, [self.text, self.method])

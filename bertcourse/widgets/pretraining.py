@@ -8,21 +8,22 @@
 
 The numbers come from ``bertcourse.pretraining.fill_mask`` and ``masking_view`` (plain functions,
 importable without ipywidgets), so tests check them from Python. Bad input -- no [MASK], an empty
-sentence, one longer than the model reads -- is answered with a message in the widget
-(``status``, and in the picture) and in ``drawn["message"]``, never a traceback.
+sentence, one longer than the model reads -- is answered once, in the figure where the picture would be
+(``message_figure``, as the saliency and window explorers do), and in ``drawn["message"]``, never a traceback. The
+message names what the learner typed as the box does: "the sentence".
 """
 
 from __future__ import annotations
 
-import html
 import textwrap
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .._validation import counted
 from ..pretraining import fill_mask, masking_view
-from ._base import WIDE, _Explorer, _require_in_range
+from ._base import NOTHING_TO_DRAW, WIDE, _Explorer, _require_in_range, message_figure
 
 FILL_MASK_TEXT = "The film is a [MASK] about a young [MASK]."
 MASKING_TEXT = "A detective returns to his home town and finds the old house empty."
@@ -30,20 +31,16 @@ KIND_COLOURS = {"not selected": "#f0f0f0", "[MASK]": "#fdae61", "random": "#d719
 MAX_MASKS = 4
 
 
-class _Messages:
-    def _status_widget(self) -> widgets.HTML:
-        self.status = widgets.HTML(value="")
-        return self.status
-
-    def _message(self, message: str, **values) -> dict:
-        self.status.value = f'<span style="color:#b00020">{html.escape(message)}</span>'
-        figure, ax = plt.subplots(figsize=(8.0, 1.0))
-        ax.axis("off")
-        ax.text(0.0, 0.5, textwrap.fill(message, 100), va="center", ha="left", fontsize=10, color="#b00020")
-        return {**values, "matrix": None, "title": message, "figure": figure, "message": message}
+def _nothing_drawn(error: Exception, **values) -> dict:
+    """What an explorer of this module draws for bad input: the package's message, in the figure only,
+    with the argument ``text`` called what the box calls it."""
+    message = str(error).replace("`text`", "the sentence")
+    message = message[:1].upper() + message[1:]
+    figure = message_figure(textwrap.fill(message, 90), height=1.2)
+    return {**values, "matrix": None, "title": NOTHING_TO_DRAW, "figure": figure, "message": message}
 
 
-class FillMaskExplorer(_Messages, _Explorer):
+class FillMaskExplorer(_Explorer):
     """The top-5 predictions of a ``BertForPreTraining`` for every [MASK] of a sentence you type.
 
     Controls: ``text`` (press Enter). ``drawn``: matrix (masks, 5) probabilities, predictions (per
@@ -57,7 +54,7 @@ class FillMaskExplorer(_Messages, _Explorer):
         self.text = widgets.Text(
             value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
         )
-        self._assemble({"text": self.text}, [self.text, self._status_widget()])
+        self._assemble({"text": self.text}, [self.text])
 
     def _draw(self, text: str) -> dict:
         try:
@@ -65,8 +62,7 @@ class FillMaskExplorer(_Messages, _Explorer):
             if len(predictions) > MAX_MASKS:
                 raise ValueError(f"`text` has {len(predictions)} [MASK]s; this explorer shows at most {MAX_MASKS}.")
         except (TypeError, ValueError) as error:
-            return self._message(str(error), text=text)
-        self.status.value = ""
+            return _nothing_drawn(error, text=text)
         figure, axes = plt.subplots(
             1, len(predictions), figsize=(3.2 * len(predictions) + 0.6, 2.6), layout="constrained", squeeze=False
         )
@@ -92,7 +88,7 @@ class FillMaskExplorer(_Messages, _Explorer):
         }
 
 
-class MLMMaskingExplorer(_Messages, _Explorer):
+class MLMMaskingExplorer(_Explorer):
     """A sentence under BERT's masking: each token, what the model sees in its place, and its label.
 
     Grey: not selected (label -100, not in the loss); orange: replaced by [MASK]; red: replaced by a
@@ -114,14 +110,13 @@ class MLMMaskingExplorer(_Messages, _Explorer):
             value=probability, min=0.0, max=1.0, step=0.05, description="selected share", style=WIDE
         )
         controls = {"text": self.text, "seed": self.seed, "probability": self.probability}
-        self._assemble(controls, [self.text, widgets.HBox([self.seed, self.probability]), self._status_widget()])
+        self._assemble(controls, [self.text, widgets.HBox([self.seed, self.probability])])
 
     def _draw(self, text: str, seed: int, probability: float) -> dict:
         try:
             view = masking_view(self.tokenizer, text, seed=seed, probability=probability)
         except (TypeError, ValueError) as error:
-            return self._message(str(error), text=text, seed=seed)
-        self.status.value = ""
+            return _nothing_drawn(error, text=text, seed=seed)
         n = len(view.tokens)
         width = max(6.0, 0.62 * n)
         figure, ax = plt.subplots(figsize=(min(width, 16.0), 2.2), layout="constrained")
@@ -144,7 +139,7 @@ class MLMMaskingExplorer(_Messages, _Explorer):
         handles = [plt.Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="#999999") for c in KIND_COLOURS.values()]
         ax.legend(handles, KIND_COLOURS, ncol=4, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0))
         selected = sum(kind != "not selected" for kind in view.kinds)
-        title = f"seed {seed}: {selected} of {n - 2} tokens selected (probability {probability:.2f})"
+        title = f"seed {seed}: {selected} of {counted(n - 2, 'token')} selected (probability {probability:.2f})"
         ax.set_title(title, fontsize=9, pad=22)
         matrix = np.array(
             [
