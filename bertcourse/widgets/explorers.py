@@ -15,7 +15,7 @@ from matplotlib import patheffects
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator
 
-from .._validation import require_positive_int
+from .._validation import counted, require_positive_int
 from ..experiments import (
     _require_seed,
     attention_maps,
@@ -64,7 +64,7 @@ class ScalingExplorer(_Explorer):
         how = r"scores / $\sqrt{d_k}$" if scaled else "unscaled scores"
         title = (
             f"$d_k$ = {d_k}, {how}: entropy {entropy:.2f} of at most {max_entropy:.2f} nats, "
-            f"gradient norm {grad_norm:.3f}"
+            f"softmax Jacobian norm {grad_norm:.3f}"
         )
         figure, (ax_scores, ax_weights) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
         keys = range(self.num_keys)
@@ -119,7 +119,9 @@ class MaskingExplorer(_Explorer):
             or len(lengths) != len(self.words)
             or not all(isinstance(n, int) and 1 <= n <= max_len for n in lengths)
         ):
-            raise ValueError(f"`lengths` must be {len(self.words)} ints from 1 to {max_len}, got {lengths!r}.")
+            raise ValueError(
+                f"`lengths` must be {counted(len(self.words), 'int')} from 1 to {max_len}, got {lengths!r}."
+            )
         _require_in_range("sentence", sentence, 0, len(self.words) - 1)
         _require_seed(seed)
         self._max_len, self._seed = max_len, seed  # of the random batch; not controls
@@ -144,7 +146,7 @@ class MaskingExplorer(_Explorer):
         n_real = lengths[sentence]
         tokens = self.words[sentence][:n_real] + ["[PAD]"] * (seq_len - n_real)
         title = (
-            f"sentence {sentence + 1}: {n_real} tokens + {seq_len - n_real} [PAD]; "
+            f"sentence {sentence + 1}: {counted(n_real, 'token')} + {seq_len - n_real} [PAD]; "
             f"padding mask {'on' if padding else 'off'}, causal mask {'on' if causal else 'off'}"
         )
         figure, (ax_mask, ax_weights) = plt.subplots(1, 2, figsize=(11, 4.8), layout="constrained")
@@ -413,12 +415,12 @@ class AttentionExplorer(_Explorer):
         self.note.value = self.ALL_HEADS_NOTE if all_heads else self.AVERAGE_NOTE if average_heads else ""
         if all_heads:
             matrix, shown_head = layer_maps, None
-            title = f"layer {layer}: all {layer_maps.shape[0]} heads"
+            title = f"layer {layer}: all {counted(layer_maps.shape[0], 'head')}"
             figure = plot_heads_grid(matrix, tokens, title=title)
         else:
             if average_heads:
                 matrix, shown_head = layer_maps.mean(dim=0), None  # (seq, seq)
-                title = f"layer {layer}, mean over {layer_maps.shape[0]} heads"
+                title = f"layer {layer}, mean over {counted(layer_maps.shape[0], 'head')}"
             else:
                 matrix, shown_head = layer_maps[head], head  # (seq, seq)
                 title = f"layer {layer}, head {head}"
