@@ -33,6 +33,8 @@ import numpy as np
 import torch
 from matplotlib.collections import LineCollection
 
+from ._validation import counted
+
 HEAD_VIEW_COLOR = (0.12, 0.47, 0.71)  # matplotlib's default blue, as RGB
 HEADS_GRID_MAX_SIZE = (12.0, 6.0)  # inches (width, height): a laptop's notebook shows this whole, unshrunk
 HEADS_GRID_LABEL_SIZE = 8.0  # points: the token labels of a heads grid
@@ -66,7 +68,8 @@ def plot_attention(
     if key_tokens is None:
         if k_len != q_len:
             raise ValueError(
-                f"`weights` has {q_len} rows (queries) but {k_len} columns (keys), so `tokens` cannot label "
+                f"`weights` has {counted(q_len, 'row (query)', 'rows (queries)')} but "
+                f"{counted(k_len, 'column (key)', 'columns (keys)')}, so `tokens` cannot label "
                 "both axes: pass `key_tokens`, one label per key."
             )
         key_tokens = tokens
@@ -278,4 +281,6 @@ def as_token_list(name: str, tokens) -> list[str]:
 
 def require_length(name: str, tokens: list[str], expected: int, what: str) -> None:
     if len(tokens) != expected:
-        raise ValueError(f"`{name}` has {len(tokens)} labels but {what} is {expected}: pass one label per token.")
+        raise ValueError(
+            f"`{name}` has {counted(len(tokens), 'label')} but {what} is {expected}: pass one label per token."
+        )

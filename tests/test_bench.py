@@ -1,6 +1,7 @@
 """Every benchmark section runs end to end on tiny sizes and reports what it timed (speed is measured, not asserted)."""
 
 import pytest
+import torch
 
 from bertcourse.bench import __main__ as bench
 
@@ -9,12 +10,25 @@ def test_forward_reports_both_settings_against_the_right_implementations(capsys)
     results = bench.main(["--only", "forward", "--batch", "1", "--seq", "8", "--repeats", "1"])["forward"]
     assert [r["setting"] for r in results] == ["fast path", "attention maps"]
     assert all(r["ours_ms"] > 0 and r["theirs_ms"] > 0 for r in results)
-    report = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    assert "Loading weights" not in captured.err, "transformers' progress bars are silenced"
+    report = captured.out.splitlines()
     assert "batch 1 x 8 tokens" in report[0]
     for line, result, implementation in zip(report[1:], results, ("sdpa", "eager"), strict=True):
         assert line.strip().startswith(result["setting"])
         assert f"Hugging Face ({implementation})" in line  # the fused kernel vs ours, the maps vs ours
         assert line.endswith(f"ratio={result['ratio']:.2f}")
+
+
+def test_counts_agree_with_their_nouns(capsys):
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["--only", "forward", "--batch", "1", "--seq", "1", "--repeats", "1", "--threads", "1"])
+    finally:
+        torch.set_num_threads(threads)  # --threads sets it for the whole process
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "batch 1 x 1 token, " in header and " 1 thread, " in header and "medians of 1 alternating run" in header
+    assert "1 runs" not in header
 
 
 def test_training_step_reports_its_ratio(capsys):

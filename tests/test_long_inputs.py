@@ -86,8 +86,13 @@ def test_windows_cover_every_token_move_by_the_stride_and_stop_at_the_end(n, win
 @pytest.mark.parametrize(
     ("args", "error", "match"),
     [
-        ((100, 8, 8), ValueError, r"`window`=8 must be larger than `stride`=8: .* share window - stride = 0 tokens"),
-        ((100, 8, 12), ValueError, "`window`=8 must be larger than `stride`=12"),
+        (
+            (100, 8, 8),
+            ValueError,
+            r"`window`=8 must be larger than `stride`=8: .* share window - stride = 0 tokens, so a",
+        ),
+        ((100, 8, 12), ValueError, r"`stride`=12: .* leave stride - window = 4 tokens between them that no window"),
+        ((100, 8, 9), ValueError, r"`stride`=9: .* leave stride - window = 1 token between them that no window"),
         ((100, 8, 0), ValueError, r"`stride` must be at least 1 \(it is how far each window moves"),
         ((100, 8, -2), ValueError, "`stride` must be at least 1"),
         ((100, 8, 2.5), TypeError, "`stride` must be a positive int, got float 2.5"),

@@ -51,11 +51,22 @@ def test_moving_the_sliders_and_typing_a_text_redraws(tok):
     assert torch.equal(explorer.drawn["spans"], li.window_spans(len(explorer.drawn["tokens"]), 6, 2))
 
 
+def test_a_text_shorter_than_the_window_is_one_window(tok):
+    explorer = WindowExplorer(tok, text="Hamlet.", window=12, stride=8)
+    assert explorer.drawn["tokens"] == ["hamlet", "."]
+    assert explorer.drawn["title"] == "window 12, stride 8: 1 window over 2 tokens, overlap 4"
+    explorer.text.value = "Hamlet"
+    assert explorer.drawn["title"] == "window 12, stride 8: 1 window over 1 token, overlap 4"
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
         ({"stride": 12}, "`window`=12 must be larger than `stride`=12"),
-        ({"stride": 20}, "`window`=12 must be larger than `stride`=20"),
+        (
+            {"stride": 20},
+            "`window`=12 must be larger than `stride`=20: neighbouring windows then leave stride - window = 8",
+        ),
         ({"text": "   "}, "Type a text first: the box is empty."),
         ({"text": "word " * 200}, "The text has 200 tokens; this explorer draws at most 120: shorten it."),
     ],

@@ -37,6 +37,7 @@ def main(argv=None) -> dict[str, list[dict]]:
     import transformers
 
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bars from from_pretrained on stderr
     return {name: modules[name].run(args) for name in (args.only or SECTIONS)}
 
 

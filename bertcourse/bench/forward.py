@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from .._validation import counted
 from ..pretrained import default_weights_dir, load_pretrained
 from .timing import median_times
 
@@ -37,9 +38,9 @@ def run(args) -> list[dict]:
     }
     inputs = random_batch(ours.config.vocab_size, args.batch, args.seq)
     print(
-        f"BertModel forward, all-MiniLM-L6-v2, batch {args.batch} x {args.seq} tokens, fp32, CPU, "
-        f"{torch.get_num_threads()} threads, torch {torch.__version__}, transformers {transformers.__version__}; "
-        f"medians of {args.repeats} alternating runs"
+        f"BertModel forward, all-MiniLM-L6-v2, batch {args.batch} x {counted(args.seq, 'token')}, fp32, CPU, "
+        f"{counted(torch.get_num_threads(), 'thread')}, torch {torch.__version__}, "
+        f"transformers {transformers.__version__}; medians of {counted(args.repeats, 'alternating run')}"
     )
     results = []
     with torch.no_grad():

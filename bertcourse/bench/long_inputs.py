@@ -21,6 +21,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._validation import counted
 from ..long_inputs import block_attention, peak_memory
 from .timing import median_times
 
@@ -51,8 +52,9 @@ def explicit_attention(q, k, v):
 def run(args) -> list[dict]:
     print(
         f"Attention at long lengths: one head of width {args.head_dim}, batch 1, fp32, CPU, "
-        f"{torch.get_num_threads()} threads, torch {torch.__version__}; block attention with blocks of "
-        f"{args.block_size} keys; times are medians of {args.repeats} alternating runs against SDPA, "
+        f"{counted(torch.get_num_threads(), 'thread')}, torch {torch.__version__}; block attention with blocks of "
+        f"{counted(args.block_size, 'key')}; times are medians of {counted(args.repeats, 'alternating run')} "
+        "against SDPA, "
         "memory the allocator's peak during one call"
     )
     results = []

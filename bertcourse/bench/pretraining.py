@@ -15,6 +15,7 @@ import tempfile
 
 import torch
 
+from .._validation import counted
 from ..heads import BertForPreTraining
 from ..pretraining import MAX_LENGTH, VOCAB_SIZE, PretrainingCollator, SpecialIds, tiny_config
 from ..training import make_optimizer, train_step
@@ -39,7 +40,6 @@ def synthetic_batch(batch: int, seq: int) -> dict[str, torch.Tensor]:
 def run(args) -> list[dict]:
     import transformers
 
-    transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar on stderr
     batch = synthetic_batch(args.pretraining_batch, args.pretraining_seq)
     torch.manual_seed(0)
     ours = BertForPreTraining(tiny_config(VOCAB_SIZE, args.pretraining_seq)).train()
@@ -51,7 +51,7 @@ def run(args) -> list[dict]:
     print(
         f"BertForPreTraining pretraining step (MLM + NSP losses, backward, clipping, AdamW), tiny BERT "
         f"(2 layers, 128 wide, vocabulary {VOCAB_SIZE}), batch {tuple(batch['input_ids'].shape)}, fp32, CPU, "
-        f"{torch.get_num_threads()} threads; medians of {args.repeats} alternating steps"
+        f"{counted(torch.get_num_threads(), 'thread')}; medians of {counted(args.repeats, 'alternating step')}"
     )
     mine, hf = median_times(
         lambda: train_step(ours, batch, optimizers[0]),

@@ -13,6 +13,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
+from .._validation import counted
 from ..heads import BertForPreTraining
 from ..pretrained import default_weights_dir
 from .forward import random_batch
@@ -47,8 +48,8 @@ def run(args) -> list[dict]:
     optimizers = [torch.optim.AdamW(model.parameters(), lr=1e-5) for model in (ours, theirs)]
     print(
         f"BertForPreTraining training step (forward, MLM loss, backward, AdamW), all-MiniLM-L6-v2 sizes, "
-        f"batch {args.batch} x {args.seq}, fp32, CPU, {torch.get_num_threads()} threads; "
-        f"medians of {args.repeats} alternating steps"
+        f"batch {args.batch} x {args.seq}, fp32, CPU, {counted(torch.get_num_threads(), 'thread')}; "
+        f"medians of {counted(args.repeats, 'alternating step')}"
     )
     mine, hf = median_times(
         lambda: training_step(ours, optimizers[0], inputs, labels),

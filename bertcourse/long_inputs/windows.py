@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import torch
 
-from .._validation import can_check_values, describe, is_int, require_integer_tensor, require_positive_int
+from .._validation import can_check_values, counted, describe, is_int, require_integer_tensor, require_positive_int
 from ..masks import as_bool_mask
 from ..pooling import mean_pooling
 
@@ -78,10 +78,16 @@ def check_window(window: int, stride: int, max_positions: int | None = None) -> 
     if stride <= 0:
         raise ValueError(f"`stride` must be at least 1 (it is how far each window moves along the text), got {stride}.")
     if window <= stride:
+        if window == stride:
+            between = f"share window - stride = {counted(window - stride, 'token')}, so"
+        else:  # a gap: no negative count of shared tokens
+            between = (
+                f"leave stride - window = {counted(stride - window, 'token')} between them that no window sees, and"
+            )
         raise ValueError(
-            f"`window`={window} must be larger than `stride`={stride}: neighbouring windows then share "
-            f"window - stride = {window - stride} tokens, so a name or an answer that crosses a window's end "
-            f"is cut in half and no window sees it whole. Try stride={max(window * 3 // 4, 1)}."
+            f"`window`={window} must be larger than `stride`={stride}: neighbouring windows then {between} a name "
+            "or an answer that crosses a window's end is cut in half and no window sees it whole. "
+            f"Try stride={max(window * 3 // 4, 1)}."
         )
     if max_positions is not None:
         require_positive_int("max_positions", max_positions)

@@ -127,7 +127,8 @@ class ModelViewExplorer(_Messages, _Explorer):
         ax_grid.tick_params(length=0)
         ax_grid.set_xlabel("head")
         ax_grid.set_ylabel("layer")
-        ax_grid.set_title(f"all {num_layers} x {num_heads} heads, one colour scale", fontsize=10)
+        heads = "head" if num_layers * num_heads == 1 else "heads"
+        ax_grid.set_title(f"all {num_layers} x {num_heads} {heads}, one colour scale", fontsize=10)
         ax_grid.add_patch(
             Rectangle(
                 (head * step - 0.5 - gap / 2, layer * step - 0.5 - gap / 2),

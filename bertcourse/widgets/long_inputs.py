@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
 
+from .._validation import counted
 from ..long_inputs.windows import central_windows, check_window, content_ids, window_spans
 from ._base import NOTHING_TO_DRAW, WIDE, _Explorer, message_figure
 
@@ -74,8 +75,8 @@ class WindowExplorer(_Explorer):
         matrix = covered.long()
         matrix[owner, positions] = 2
         title = (
-            f"window {window}, stride {stride}: {spans.shape[0]} windows over {len(tokens)} tokens, "
-            f"overlap {window - stride}"
+            f"window {window}, stride {stride}: {counted(spans.shape[0], 'window')} over "
+            f"{counted(len(tokens), 'token')}, overlap {window - stride}"
         )
         figure, ax = plt.subplots(figsize=(min(2 + 0.16 * len(tokens), 16), 1.2 + 0.3 * spans.shape[0]))
         ax.imshow(matrix.numpy(), cmap=COLOURS, vmin=0, vmax=2, aspect="auto", interpolation="nearest")
