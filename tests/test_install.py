@@ -3,7 +3,8 @@
 Colab's setup cell runs ``pip install "bertcourse @ git+..."``: pip clones the repository and builds a
 wheel from it. These tests do the same offline: they copy the files git tracks (as a clone holds them,
 without build/, egg-info or anything untracked) into a temporary folder, build a wheel there with pip
-and an sdist with setuptools' own build hook, and install the wheel into a folder of its own. Then,
+and an sdist with setuptools' own build hook (and a wheel again from the sdist alone, as ``python -m build``
+does), and install the wheel into a folder of its own. Then,
 in a fresh interpreter whose working directory is empty and whose ``PYTHONPATH`` is that folder
 only (the venv's site-packages still gives torch), they import ``bertcourse`` and read notebook 10's
 table from the installed package.
@@ -93,12 +94,24 @@ def test_the_wheel_holds_every_tracked_data_file(built):
     assert not missing, f"tracked under bertcourse/ but not in the wheel: {missing}; see pyproject's package-data"
 
 
-def test_the_sdist_holds_every_tracked_data_file(built):
+def test_the_sdist_holds_every_tracked_data_file_and_builds_the_same_wheel(built):
     with tarfile.open(built["sdist"]) as sdist:
         top = sdist.getnames()[0].split("/")[0]  # bertcourse-<version>
         in_sdist = {name.removeprefix(f"{top}/") for name in sdist.getnames()}
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python 3.10.12+, 3.11.4+
+        sdist.extractall(built["root"] / "unpacked", **safe)
     missing = sorted(_package_data(TRACKED) - in_sdist)
     assert not missing, f"tracked under bertcourse/ but not in the sdist: {missing}; see pyproject's package-data"
+    # What `python -m build` and pip do with an sdist: build the wheel from it alone.
+    again = built["root"] / "from_sdist"
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q"]
+        + ["--wheel-dir", str(again), str(built["root"] / "unpacked" / top)],
+        cwd=built["root"],
+    )
+    (wheel,) = again.glob("bertcourse-*.whl")
+    with zipfile.ZipFile(wheel) as from_sdist, zipfile.ZipFile(built["wheel"]) as from_tree:
+        assert sorted(from_sdist.namelist()) == sorted(from_tree.namelist())
 
 
 def test_the_installed_wheel_imports_and_reads_its_table(built):
