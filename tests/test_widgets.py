@@ -158,6 +158,9 @@ def test_masking_with_padding_zeroes_the_pad_columns_and_real_rows_sum_to_one():
     np.testing.assert_array_equal(panels[0].images[0].get_array(), drawn["mask"].float().numpy())
     assert panels[0].images[0].get_clim() == (0, 1)  # yellow = 1 = may attend, whatever the mask holds
     np.testing.assert_allclose(panels[1].images[0].get_array(), drawn["matrix"].numpy())
+    assert panels[1].images[0].get_clim() == (0, 1)  # the weights keep one scale across settings
+    assert drawn["pad_weight"] == 0.0
+    assert panels[1].get_title() == "attention weights (on [PAD]: 0.00 per real query)"
     assert [t.get_text() for t in panels[1].get_xticklabels()] == drawn["tokens"]
 
 
@@ -178,6 +181,10 @@ def test_masking_without_padding_lets_real_tokens_attend_to_pad():
     assert (drawn["matrix"][:, 4:] > 0).all()
     assert drawn["mask"].all()
     assert "padding mask off" in drawn["title"]
+    expected = float(drawn["matrix"][:4, 4:].sum(dim=-1).mean())
+    assert drawn["pad_weight"] == pytest.approx(expected) and drawn["pad_weight"] > 0
+    weights_panel = [ax for ax in drawn["figure"].axes if ax.images][1]
+    assert f"on [PAD]: {expected:.2f} per real query" in weights_panel.get_title()
     mask_image = [ax for ax in drawn["figure"].axes if ax.images][0].images[0]
     assert mask_image.get_clim() == (0, 1)  # an all-True mask is all yellow, not a colour picked by autoscaling
 

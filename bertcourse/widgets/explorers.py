@@ -102,7 +102,9 @@ class MaskingExplorer(_Explorer):
     Controls: ``lengths`` (a list of three sliders, 1 ... max_len), ``padding`` (mask the
     [PAD] keys), ``causal`` (mask future keys, as GPT does), ``sentence`` (which one to draw).
     ``drawn``: matrix (seq, seq) attention weights of the chosen sentence, mask (seq, seq)
-    bool (True = may attend), tokens, lengths, sentence, title, figure.
+    bool (True = may attend), pad_weight (the weight a real query gives the [PAD] keys, on
+    average; in the weights panel's title), tokens, lengths, sentence, title, figure. Both
+    panels keep one 0-1 colour scale.
     """
 
     SENTENCES = (
@@ -159,11 +161,21 @@ class MaskingExplorer(_Explorer):
             vmin=0,
             vmax=1,
         )
-        plot_attention(weights, tokens, ax=ax_weights, title="attention weights")
+        # what the real queries give the [PAD] keys, on average: 0 with the padding mask
+        pad_weight = float(weights[:n_real, n_real:].sum(dim=-1).mean()) if seq_len > n_real else 0.0
+        plot_attention(
+            weights,
+            tokens,
+            ax=ax_weights,
+            title=f"attention weights (on [PAD]: {pad_weight:.2f} per real query)",
+            vmin=0,
+            vmax=1,
+        )  # one 0-1 scale whatever the settings, so that two pictures compare
         figure.suptitle(title)
         return {
             "matrix": weights,  # (seq, seq)
             "mask": sentence_mask,
+            "pad_weight": pad_weight,
             "tokens": tokens,
             "lengths": lengths,
             "sentence": sentence,
