@@ -30,9 +30,10 @@ class WindowExplorer(_Explorer):
     """Sliding windows over a text you type: which tokens each window covers, and each token's window.
 
     ``tokenizer``: a ``bertcourse.WordPieceTokenizer`` (e.g. from ``bertcourse.load_pretrained()``).
-    Controls: ``text`` (press Enter), ``window`` and ``stride`` (in tokens; the stride is how far a
-    window moves). ``drawn``: matrix -- (n_windows, n_tokens), 0 = not covered, 1 = covered,
-    2 = the token's output comes from this window --, tokens, spans (n_windows, 2), owner (the
+    Controls: ``text`` (a box of several lines, where Enter starts a new line: the picture redraws when
+    you click outside it), ``window`` and ``stride`` (in tokens; the stride is how far a window moves).
+    ``drawn``: matrix -- (n_windows, n_tokens), 0 = not covered, 1 = covered, 2 = the token's output
+    comes from this window --, tokens, spans (n_windows, 2), owner (the
     window of each token's output), message (None, or why nothing could be drawn), title, figure.
     """
 
