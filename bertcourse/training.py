@@ -5,7 +5,7 @@ autocast) and calls the same pieces::
 
     batches = SeededBatches(examples, batch_size, collate, seed=0)   # batch(step): a pure function of the step
     history = train(model, batches, steps=600, lr=2e-3, warmup_steps=60,
-                    eval_batches=held_out, eval_every=150, metrics=pretraining_metrics,
+                    eval_batches=held_out, eval_every=150, metrics=PretrainingMetrics(specials),
                     checkpoint_dir="run", checkpoint_every=150, resume=True)
 
 ``model`` is any ``nn.Module`` whose ``forward(**batch)`` returns an object with a scalar ``.loss``

@@ -4,6 +4,9 @@ longest-first truncation, collation; the errors; and our pretraining losses equa
 from __future__ import annotations
 
 import importlib.util
+import math
+import re
+import types
 
 import pytest
 import torch
@@ -12,23 +15,30 @@ import bertcourse as bc
 from bertcourse import pretraining
 from bertcourse.pretraining import (
     IGNORE_INDEX,
+    KINDS,
     SPECIAL_TOKENS,
+    LengthPhases,
     PretrainingCollator,
+    PretrainingMetrics,
     SpecialIds,
+    balanced_nsp_accuracy,
     collate_pairs,
+    context_figures,
     held_out_batches,
     mask_tokens,
     mlm_accuracy,
     mlm_baselines,
     mlm_corrupt,
     pair_positions,
-    pretraining_metrics,
+    pretrain,
     sample_nsp_pairs,
+    selected_kinds,
     tiny_config,
     tokenize_documents,
     train_wordpiece,
     truncate_pair,
 )
+from bertcourse.training import SeededBatches
 
 TEXTS = [
     "The cat sat on the mat. It was tired after the long day. Then it slept until the morning came.",
@@ -217,13 +227,74 @@ def test_mlm_accuracy_counts_the_selected_positions_only():
         mlm_accuracy(logits[0], labels)
 
 
+def batch_of(seen, labels):
+    return {"input_ids": torch.tensor(seen), "labels": torch.tensor(labels)}
+
+
+def test_selected_positions_are_split_by_what_the_model_saw():
+    # mask id 4; labels: -100 not selected. Position 1 shows [MASK], 2 a random token, 3 itself.
+    kinds = selected_kinds(torch.tensor([[9, 4, 6, 8]]), torch.tensor([[-100, 7, 5, 8]]), mask_token_id=4)
+    assert [kinds[k][0].tolist() for k in KINDS] == [
+        [False, True, False, False],
+        [False, False, True, False],
+        [False, False, False, True],
+    ]
+
+
 def test_baselines_of_a_model_that_ignores_the_context():
     train_ids = torch.tensor([7, 7, 7, 8])  # with add-one smoothing over 10 ids: p(7) = 4/14, p(8) = 2/14
-    labels = torch.tensor([[7, -100], [8, 9]])
-    figures = mlm_baselines(train_ids, labels, vocab_size=10)
-    assert figures["most_frequent_accuracy"] == pytest.approx(1 / 3)
-    assert figures["unigram_accuracy"] == pytest.approx((4 + 2 + 1) / 14 / 3)
-    assert figures["unigram_loss"] == pytest.approx(-sum(torch.tensor([4, 2, 1]).div(14).log().tolist()) / 3)
+    specials = SpecialIds(pad=0, unk=1, cls=2, sep=3, mask=4, vocab_size=10)
+    # [MASK] -> 7, [MASK] -> 9, 8 shown and kept, 5 shown for a 7 (random)
+    batches = [batch_of([[4, 4, 8, 5]], [[7, 9, 8, 7]])]
+    figures = mlm_baselines(train_ids, batches, specials)
+    p = {7: 4 / 14, 8: 2 / 14, 9: 1 / 14}
+    assert figures["mask_most_frequent_accuracy"] == pytest.approx(1 / 2)
+    assert figures["mask_unigram_loss"] == pytest.approx(-(math.log(p[7]) + math.log(p[9])) / 2)
+    assert figures["kept_unigram_loss"] == pytest.approx(-math.log(p[8]))
+    assert figures["mlm_most_frequent_accuracy"] == pytest.approx(2 / 4)
+    # copy: unigram at [MASK]; at a visible token half the mass on it, half on the unigram
+    copy = [p[7], p[9], 0.5 + 0.5 * p[8], 0.5 * p[7]]
+    assert figures["copy_loss"] == pytest.approx(-sum(math.log(q) for q in copy) / 4)
+    assert figures["copy_accuracy"] == pytest.approx(2 / 4)  # the [MASK] -> 7 (most frequent) and the kept 8
+    with pytest.raises(ValueError, match="select no position"):
+        mlm_baselines(train_ids, [batch_of([[4]], [[-100]])], specials)
+
+
+def test_the_metrics_count_each_kind_of_position_and_each_nsp_class():
+    specials = SpecialIds(pad=0, unk=1, cls=2, sep=3, mask=4, vocab_size=10)
+    logits = torch.full((1, 4, 10), -5.0)
+    logits[0, torch.arange(4), torch.tensor([7, 3, 8, 8])] = 5.0  # right at 0 ([MASK]) and 3 (kept); 2 copies
+    output = types.SimpleNamespace(prediction_logits=logits, seq_relationship_logits=torch.tensor([[2.0, 0.0]] * 3))
+    batch = {**batch_of([[4, 4, 8, 8]], [[7, 9, 6, 8]]), "next_sentence_label": torch.tensor([0, 0, 1])}
+    figures = {
+        name: (float(v), w) for name, (v, w) in PretrainingMetrics(specials, torch.tensor([9]))(batch, output).items()
+    }
+    assert figures["mask_accuracy"] == (0.5, 2) and figures["random_accuracy"] == (0.0, 1)
+    assert figures["kept_accuracy"] == (1.0, 1) and figures["mlm_accuracy"] == (0.5, 4)
+    assert figures["continuation_accuracy"] == (0.0, 1)  # the [MASK] whose answer, 9, continues a word
+    assert figures["nsp_recall_is_next"] == (1.0, 2) and figures["nsp_recall_not_next"] == (0.0, 1)
+    assert balanced_nsp_accuracy({k: v for k, (v, _) in figures.items()}) == 0.5
+
+
+def test_a_context_free_model_changes_no_guess():
+    answers = torch.tensor([5, 6, 7, 5])
+    assert context_figures(torch.tensor([5, 5, 5, 5]), answers)["off_mode"] == 0.0
+    figures = context_figures(torch.tensor([5, 6, 8, 5]), answers)
+    assert figures == {"distinct": 3.0, "off_mode": 0.5, "off_mode_right": 0.5}
+    with pytest.raises(ValueError, match="same, non-zero length"):
+        context_figures(torch.tensor([5]), answers)
+
+
+def test_length_phases_switch_from_short_to_long_batches():
+    documents = synthetic_documents()
+    short = PretrainingCollator(documents, SPECIALS, max_length=10)
+    long = PretrainingCollator(documents, SPECIALS, max_length=24)
+    phases = LengthPhases(SeededBatches(short.positions, 4, short), SeededBatches(long.positions, 2, long), 3)
+    assert [phases.batch(step)["input_ids"].shape[0] for step in (0, 2, 3, 5)] == [4, 4, 2, 2]
+    assert phases.batch(2)["input_ids"].shape[1] <= 10
+    torch.testing.assert_close(phases.batch(4), phases.batch(4))  # a pure function of the step
+    with pytest.raises(ValueError, match="switch_step"):
+        LengthPhases(phases.short, phases.long, -1)
 
 
 # --- NSP -----------------------------------------------------------------------------------------
@@ -356,8 +427,9 @@ def test_our_pretraining_losses_equal_hugging_face_s(tmp_path):
     torch.testing.assert_close(a.loss, b.loss, atol=1e-5, rtol=0)
     torch.testing.assert_close(a.mlm_loss, hf_mlm, atol=1e-5, rtol=0)
     torch.testing.assert_close(a.nsp_loss, b.loss - hf_mlm, atol=1e-5, rtol=0)
-    metrics = pretraining_metrics(batch, a)
+    metrics = PretrainingMetrics(SPECIALS)(batch, a)
     assert metrics["mlm_accuracy"][1] == int((batch["labels"] != IGNORE_INDEX).sum()) and metrics["nsp_loss"][1] == 8
+    assert sum(metrics[f"{kind}_loss"][1] for kind in KINDS if f"{kind}_loss" in metrics) == metrics["mlm_loss"][1]
 
 
 def test_the_pretraining_benchmark_reports_tokens_per_second(capsys):
@@ -375,12 +447,33 @@ def test_the_pretraining_benchmark_reports_tokens_per_second(capsys):
 
 @needs_corpus
 def test_the_whole_recipe_runs_and_writes_a_model_folder(tmp_path):
-    from bertcourse.pretraining import pretrain
-
-    run = pretrain(tmp_path, steps=2, batch_size=4, vocab_size=300, progress=False)
-    assert not run.model.training and run.history.step == 2 and run.tokenizer.vocab_size == 300
-    assert set(run.held_out) == {"mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}
-    assert set(run.baselines) == {"most_frequent_accuracy", "unigram_accuracy", "unigram_loss"}
+    run = pretrain(tmp_path, steps=4, short_batch_size=4, batch_size=4, vocab_size=300, progress=False)
+    assert not run.model.training and run.history.step == 4 and run.tokenizer.vocab_size == 300
+    assert (
+        run.recipe["short_steps"] == round(pretraining.SHORT_SHARE * 4)
+        and run.model.config.max_position_embeddings == 48
+    )
+    assert {"mask_loss", "kept_accuracy", "nsp_recall_not_next"} <= set(run.held_out["model"])
+    assert {"mask_unigram_loss", "copy_loss"} <= set(run.held_out["baselines"])
+    assert set(run.held_out["context"]) == {"distinct", "off_mode", "off_mode_right"}
     assert (tmp_path / "vocab.txt").is_file()
     reloaded, tokenizer = bc.load_pretrained(tmp_path / "model", model_class=bc.BertForPreTraining)
     assert tokenizer.vocab_size == 300 and reloaded.config.vocab_size == 300
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"max_length": 6}, "`max_length` must be an int of at least 8"),
+        ({"short_length": 32, "max_length": 16}, "must not exceed"),
+        ({"lr": -1}, "`lr` must be a learning rate"),
+        ({"batch_size": 0}, "`batch_size` must be a positive int"),
+        ({"warmup_steps": 10**6}, "`warmup_steps` must be an int from 0 to steps=600"),
+        ({"short_share": 1.5}, "`short_share` must be a probability"),
+        ({"steps": 0}, "`steps` must be a positive int"),
+    ],
+)
+def test_the_recipe_checks_every_argument_before_it_writes_anything(tmp_path, arguments, message):
+    with pytest.raises((TypeError, ValueError), match=re.escape(message)):
+        pretrain(tmp_path / "run", progress=False, **arguments)
+    assert not (tmp_path / "run").exists()

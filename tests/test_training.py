@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import bertcourse as bc
-from bertcourse.pretraining import PretrainingCollator, SpecialIds, held_out_batches, pretraining_metrics
+from bertcourse.pretraining import PretrainingCollator, PretrainingMetrics, SpecialIds, held_out_batches
 from bertcourse.training import (
     TRAINER_STATE_FILE,
     TRAINING_STATE_FILE,
@@ -31,6 +31,7 @@ from bertcourse.training import (
 )
 
 SPECIALS = SpecialIds(pad=0, unk=1, cls=2, sep=3, mask=4, vocab_size=50)
+pretraining_metrics = PretrainingMetrics(SPECIALS)
 CONFIG = bc.BertConfig(
     vocab_size=50,
     hidden_size=16,

@@ -1,0 +1,188 @@
+"""Judging MLM where it counts: on the [MASK] positions, against baselines that ignore the context.
+
+Of the selected tokens, 80% show [MASK], 10% a random token and 10% themselves. A model can score
+well on all selected tokens together without reading any context: it copies the visible token at
+the unchanged 10%. So every figure here is split by what the model saw (``KINDS``):
+
+- ``mask``: the position shows [MASK]; only the context can tell the word;
+- ``random``: it shows another, random token;
+- ``kept``: it shows the right token (a random draw that hits the original counts here too).
+
+The baselines use the same positions. ``most frequent`` always answers the most frequent training
+token; ``unigram`` is the distribution of the training tokens (add-one smoothed), the best a model
+can do that knows nothing but the token counts; ``copy`` sees its own position only: at [MASK] the
+unigram distribution, at a visible token v half its mass on v (the kept and the random shares are
+equal) and half on the unigram. A model that learns from context beats these on ``mask``; a model
+that beats them on all positions but not on ``mask`` has learnt to copy.
+
+``continuation`` is the [MASK] positions whose answer is a word piece that continues a word
+(``##ing``): the neighbouring piece all but decides it, so it is the first place context shows.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .._validation import require_integer_tensor
+from ..heads import IGNORE_INDEX
+from ..tokenizer import WordPieceTokenizer
+from .masking import MASK_SHARE, RANDOM_SHARE
+from .vocabulary import SpecialIds, require_specials
+
+KINDS = ("mask", "random", "kept")
+COPY_SHARE = (1 - MASK_SHARE - RANDOM_SHARE) / (1 - MASK_SHARE)  # of the visible selected tokens, kept: 0.5
+
+
+def selected_kinds(input_ids: torch.Tensor, labels: torch.Tensor, mask_token_id: int) -> dict[str, torch.Tensor]:
+    """{kind: (batch, seq) bool}: the selected positions (label != -100) split by what the model saw."""
+    selected = labels != IGNORE_INDEX  # (batch, seq)
+    shows_mask = selected & (input_ids == mask_token_id)  # (batch, seq)
+    kept = selected & (input_ids == labels)  # (batch, seq)
+    return {"mask": shows_mask, "random": selected & ~shows_mask & ~kept, "kept": kept}
+
+
+def continuation_ids(tokenizer: WordPieceTokenizer) -> torch.Tensor:
+    """(n,) the ids of the pieces that continue a word: those written ``##...``."""
+    if not isinstance(tokenizer, WordPieceTokenizer):
+        raise TypeError("`tokenizer` must be a bc.WordPieceTokenizer.")
+    tokens = tokenizer.convert_ids_to_tokens(list(range(tokenizer.vocab_size)))
+    return torch.tensor([i for i, token in enumerate(tokens) if token.startswith("##")], dtype=torch.long)
+
+
+class PretrainingMetrics:
+    """``metrics(batch, output) -> {name: (value, weight)}``, what ``training.evaluate`` averages.
+
+    For each kind of selected position (``mask``, ``random``, ``kept``), and for all of them
+    (``mlm``): ``<kind>_loss`` and ``<kind>_accuracy``, weighted by the number of such positions, so
+    the averages are over every held-out position of that kind. ``continuation_*``: the [MASK]
+    positions whose answer is a ``##`` piece (given ``continuations``). NSP: loss, accuracy, and the
+    recall of each class (``nsp_recall_is_next``, ``nsp_recall_not_next``); their mean is the
+    balanced accuracy, which a model that always answers one class cannot lift above 50%.
+    """
+
+    def __init__(self, specials: SpecialIds, continuations: torch.Tensor | None = None):
+        require_specials(specials)
+        if continuations is not None:
+            require_integer_tensor("continuations", continuations)
+        self.specials = specials
+        self.continuations = continuations
+
+    def __call__(self, batch: dict, output) -> dict[str, tuple[torch.Tensor, int]]:
+        labels, logits = batch["labels"], output.prediction_logits  # (batch, seq), (batch, seq, vocab)
+        where = {"mlm": labels != IGNORE_INDEX, **selected_kinds(batch["input_ids"], labels, self.specials.mask)}
+        if self.continuations is not None:
+            where["continuation"] = where["mask"] & torch.isin(labels, self.continuations.to(labels.device))
+        figures = {}
+        for kind, chosen in where.items():
+            count = int(chosen.sum())
+            if count:
+                kind_logits, kind_labels = logits[chosen].float(), labels[chosen]  # (count, vocab), (count,)
+                figures[f"{kind}_loss"] = (F.cross_entropy(kind_logits, kind_labels), count)
+                figures[f"{kind}_accuracy"] = ((kind_logits.argmax(dim=-1) == kind_labels).float().mean(), count)
+        if output.seq_relationship_logits is not None and "next_sentence_label" in batch:
+            truth = batch["next_sentence_label"]  # (batch,)
+            right = output.seq_relationship_logits.argmax(dim=-1) == truth  # (batch,)
+            figures["nsp_loss"] = (F.cross_entropy(output.seq_relationship_logits.float(), truth), len(truth))
+            figures["nsp_accuracy"] = (right.float().mean(), len(truth))
+            for label, name in ((0, "is_next"), (1, "not_next")):
+                count = int((truth == label).sum())
+                if count:
+                    figures[f"nsp_recall_{name}"] = (right[truth == label].float().mean(), count)
+        return figures
+
+
+def balanced_nsp_accuracy(figures: dict[str, float]) -> float:
+    """The mean of the two NSP recalls of ``evaluate``'s figures: 50% for a model that answers one class."""
+    return (figures["nsp_recall_is_next"] + figures["nsp_recall_not_next"]) / 2
+
+
+def token_distribution(train_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """(vocab,) float64: the unigram distribution of ``train_ids``, add-one smoothed (no token has p = 0)."""
+    require_integer_tensor("train_ids", train_ids)
+    counts = torch.bincount(train_ids.flatten(), minlength=vocab_size).double() + 1.0  # (vocab,)
+    return counts / counts.sum()
+
+
+def mlm_baselines(train_ids: torch.Tensor, batches, specials: SpecialIds, continuations=None) -> dict[str, float]:
+    """The context-free baselines on the selected positions of ``batches``, by kind.
+
+    ``<kind>_most_frequent_accuracy`` and ``<kind>_unigram_loss`` for ``mlm`` (all selected),
+    ``mask``, ``random``, ``kept`` (and ``continuation`` with ``continuations``); ``copy_loss`` and
+    ``copy_accuracy`` on all selected positions. ``train_ids``: the pretraining tokens, specials
+    excluded by the caller.
+    """
+    require_specials(specials)
+    p = token_distribution(train_ids, specials.vocab_size)  # (vocab,)
+    most_frequent = int(p.argmax())
+    sums: dict[str, list[float]] = {}
+
+    def add(name, count, loss, right):
+        total = sums.setdefault(name, [0, 0.0, 0.0])
+        total[0] += count
+        total[1] += loss
+        total[2] += right
+
+    for batch in batches:
+        labels, seen = batch["labels"], batch["input_ids"]  # (batch, seq) each
+        where = {"mlm": labels != IGNORE_INDEX, **selected_kinds(seen, labels, specials.mask)}
+        if continuations is not None:
+            where["continuation"] = where["mask"] & torch.isin(labels, continuations)
+        for kind, chosen in where.items():
+            y = labels[chosen]  # (count,)
+            add(kind, len(y), float(-p[y].log().sum()), float((y == most_frequent).sum()))
+        y, v = labels[where["mlm"]], seen[where["mlm"]]  # (selected,): the answer, what the model saw
+        visible = v != specials.mask  # (selected,)
+        copy_p = torch.where(visible, (1 - COPY_SHARE) * p[y] + COPY_SHARE * (v == y).double(), p[y])  # (selected,)
+        copy_guess = torch.where(visible, v, most_frequent)  # (selected,)
+        add("copy", len(y), float(-copy_p.log().sum()), float((copy_guess == y).sum()))
+    if "mlm" not in sums or not sums["mlm"][0]:
+        raise ValueError("`batches` select no position (every label is -100): there is nothing to compare.")
+    figures = {"copy_loss": sums["copy"][1] / sums["copy"][0], "copy_accuracy": sums["copy"][2] / sums["copy"][0]}
+    for kind, (count, loss, right) in sums.items():
+        if kind != "copy" and count:
+            figures[f"{kind}_unigram_loss"] = loss / count
+            figures[f"{kind}_most_frequent_accuracy"] = right / count
+    return figures
+
+
+def top_predictions(model, batches, specials: SpecialIds) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's top guess and the answer at every [MASK] position of ``batches``: two (n,) tensors.
+
+    A model that ignores the context gives the same guess everywhere; ``context_figures`` counts.
+    """
+    require_specials(specials)
+    was_training = model.training
+    model.eval()
+    guesses, answers = [], []
+    try:
+        with torch.no_grad():
+            for batch in batches:
+                inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+                logits = model(**inputs).prediction_logits  # (batch, seq, vocab)
+                chosen = selected_kinds(batch["input_ids"], batch["labels"], specials.mask)["mask"]
+                guesses.append(logits[chosen].argmax(dim=-1))  # (count,)
+                answers.append(batch["labels"][chosen])  # (count,)
+    finally:
+        model.train(was_training)
+    return torch.cat(guesses), torch.cat(answers)
+
+
+def context_figures(guesses: torch.Tensor, answers: torch.Tensor) -> dict[str, float]:
+    """How much the top guess at [MASK] changes with the sentence.
+
+    ``distinct``: the number of different top guesses; ``off_mode``: the share of [MASK] positions
+    whose guess is not the model's commonest guess (0 for any context-free model, which answers
+    one token everywhere); ``off_mode_right``: the share of those that are right.
+    """
+    require_integer_tensor("guesses", guesses)
+    require_integer_tensor("answers", answers)
+    if guesses.shape != answers.shape or not len(guesses):
+        raise ValueError("`guesses` and `answers` must be two (n,) tensors of the same, non-zero length.")
+    mode = int(guesses.mode().values)
+    off = guesses != mode  # (n,)
+    return {
+        "distinct": float(len(guesses.unique())),
+        "off_mode": float(off.double().mean()),
+        "off_mode_right": float((guesses[off] == answers[off]).double().mean()) if off.any() else 0.0,
+    }
