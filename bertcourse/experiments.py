@@ -150,7 +150,7 @@ def sinusoid_wavelength(dimension: int, d_model: int) -> float:
 
 
 def gradient_norms_per_layer(
-    depth: int, residual: bool, layer_norm: bool = False, width: int = 64, seed: int = 0
+    depth: int, residual: bool, layer_norm: bool = False, width: int = 64, seed: int = 0, weight_scale: float = 1.0
 ) -> torch.Tensor:
     """Gradient norm of each layer's weight in a stack of ``depth`` Linear + tanh layers, after one backward pass.
 
@@ -160,6 +160,9 @@ def gradient_norms_per_layer(
     BERT's Post-LN does. The stack starts from PyTorch's default initialisation, takes a
     batch of 32 random vectors of size ``width`` and one mean squared error against 32
     random targets, all in float64 so that tiny gradients are exact enough to print.
+    ``weight_scale`` multiplies every weight after that initialisation (1: PyTorch's default;
+    sqrt(3): Glorot's uniform init for a square layer), the scale that decides whether a
+    plain stack's gradient vanishes.
 
     ``seed`` fixes the weights and the data: every setting of ``residual`` and
     ``layer_norm`` runs on the same ones, and the caller's random state is left as
@@ -170,13 +173,18 @@ def gradient_norms_per_layer(
     _require_bool("residual", residual)
     _require_bool("layer_norm", layer_norm)
     _require_seed(seed)
-    return _gradient_norms_per_layer(depth, residual, layer_norm, width, seed)
+    if isinstance(weight_scale, bool) or not isinstance(weight_scale, (int, float)) or not 0 < weight_scale < math.inf:
+        raise ValueError(f"`weight_scale` must be a positive number, got {weight_scale!r}.")
+    return _gradient_norms_per_layer(depth, residual, layer_norm, width, seed, float(weight_scale))
 
 
-def _gradient_norms_per_layer(depth, residual, layer_norm, width, seed):
+def _gradient_norms_per_layer(depth, residual, layer_norm, width, seed, weight_scale=1.0):
     with torch.random.fork_rng(devices=[]), torch.enable_grad():  # restores the CPU generator afterwards
         torch.default_generator.manual_seed(seed)  # as torch.manual_seed(seed) does on the CPU
         layers = [torch.nn.Linear(width, width, dtype=torch.float64) for _ in range(depth)]
+        with torch.no_grad():
+            for layer in layers:
+                layer.weight *= weight_scale  # 1: PyTorch's default initialisation, unchanged
         h = torch.randn(32, width, dtype=torch.float64)  # (batch, width)
         target = torch.randn(32, width, dtype=torch.float64)  # (batch, width)
         for layer in layers:

@@ -190,10 +190,13 @@ def test_sinusoid_wavelength_refuses_a_dimension_outside_the_table():
 # --- gradient_norms_per_layer -----------------------------------------------------------------------------
 
 
-def gradient_norms_written_out(depth, residual, layer_norm=False, width=64, seed=0):
+def gradient_norms_written_out(depth, residual, layer_norm=False, width=64, seed=0, weight_scale=1.0):
     """Notebook 06's measurement, as the notebook writes it (global seed, float64), one backward pass by hand."""
     torch.manual_seed(seed)
     layers = [torch.nn.Linear(width, width, dtype=torch.float64) for _ in range(depth)]
+    with torch.no_grad():
+        for layer in layers:
+            layer.weight *= weight_scale
     h = torch.randn(32, width, dtype=torch.float64)
     target = torch.randn(32, width, dtype=torch.float64)
     for layer in layers:
@@ -210,6 +213,14 @@ def test_gradient_norms_per_layer_is_notebook_06s_measurement(residual, layer_no
     norms = gradient_norms_per_layer(12, residual, layer_norm, width=16, seed=3)
     assert norms.shape == (12,) and norms.dtype == torch.float64
     assert torch.equal(norms, gradient_norms_written_out(12, residual, layer_norm, width=16, seed=3))
+
+
+@pytest.mark.parametrize("weight_scale", [0.5, 3**0.5, 3.0])
+def test_gradient_norms_per_layer_scales_the_initial_weights(weight_scale):
+    norms = gradient_norms_per_layer(12, False, width=16, seed=3, weight_scale=weight_scale)
+    expected = gradient_norms_written_out(12, False, width=16, seed=3, weight_scale=weight_scale)
+    assert torch.equal(norms, expected)
+    assert not torch.equal(norms, gradient_norms_per_layer(12, False, width=16, seed=3))
 
 
 def test_gradient_norms_per_layer_leaves_the_callers_random_state_and_grad_mode_alone():
@@ -237,6 +248,8 @@ def test_gradient_norms_without_residuals_vanish_towards_the_input():
         ({"depth": 3, "residual": True, "width": 0}, ValueError, r"`width` must be a positive int, got 0"),
         ({"depth": 3, "residual": None}, TypeError, r"`residual` must be True or False, got NoneType None"),
         ({"depth": 3, "residual": True, "seed": 1.5}, ValueError, r"`seed` must be a non-negative int, got 1.5"),
+        ({"depth": 3, "residual": True, "weight_scale": 0}, ValueError, r"`weight_scale` must be a positive number"),
+        ({"depth": 3, "residual": True, "weight_scale": True}, ValueError, r"`weight_scale` must be a positive"),
     ],
 )
 def test_gradient_norms_per_layer_refuses_bad_arguments(kwargs, error, match):

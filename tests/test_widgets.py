@@ -419,6 +419,22 @@ def test_layer_norm_checkbox_normalises_after_every_layer():
     assert torch.equal(explorer.drawn["matrix"], gradient_norms_per_layer(60, residual=True, layer_norm=True))
 
 
+def test_residual_explorer_weight_scale_is_the_initialisation_of_section_4():
+    explorer = ResidualExplorer(depth=30, residual=False)
+    assert explorer.weight_scale.value == 1.0 and "weights" not in explorer.drawn["title"]
+    assert explorer.drawn["ratio_first_last"] < 1e-4  # PyTorch's default: the plain stack's gradient vanishes
+    explorer.weight_scale.value = math.sqrt(3)  # Glorot's scale keeps it
+    drawn = explorer.drawn
+    assert drawn["weight_scale"] == math.sqrt(3)
+    assert torch.equal(drawn["matrix"], gradient_norms_per_layer(30, residual=False, weight_scale=math.sqrt(3)))
+    assert 0.1 < drawn["ratio_first_last"] < 10
+    assert drawn["title"].startswith("30 layers of h = tanh(W h), weights × √3 (Glorot): layer 1 / layer 30 = ")
+    explorer.weight_scale.value = 0.5
+    assert explorer.drawn["ratio_first_last"] < 1e-10
+    with pytest.raises(ValueError, match="`weight_scale` must be one of"):
+        ResidualExplorer(weight_scale=2.0)
+
+
 def test_residual_explorer_passes_width_and_seed_to_the_measurement():
     explorer = ResidualExplorer(depth=8, residual=True, width=16, seed=7)
     assert torch.equal(explorer.drawn["matrix"], gradient_norms_per_layer(8, True, width=16, seed=7))

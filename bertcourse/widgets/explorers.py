@@ -286,20 +286,32 @@ class ResidualExplorer(_Explorer):
 
     Controls: ``depth`` (2 ... 60 layers; redrawn when the slider is released),
     ``residual`` (h + tanh(W h) instead of tanh(W h)), ``layer_norm`` (a LayerNorm after
-    every layer). ``drawn``: matrix (depth,) float64, exactly
-    ``gradient_norms_per_layer(depth, residual, layer_norm, width, seed)`` (entry 0 is
-    layer 1, nearest the input), depth, residual, layer_norm, ratio_first_last (layer 1's
-    gradient norm divided by the last layer's), title, figure.
+    every layer), ``weight_scale`` (every weight times 0.5, 1 = PyTorch's default, sqrt(3)
+    = Glorot's or 3: the initialisation that notebook 06's section 4 is about).
+    ``drawn``: matrix (depth,) float64, exactly ``gradient_norms_per_layer(depth, residual,
+    layer_norm, width, seed, weight_scale)`` (entry 0 is layer 1, nearest the input), depth,
+    residual, layer_norm, weight_scale, ratio_first_last (layer 1's gradient norm divided by
+    the last layer's), title, figure.
     """
 
     MAX_DEPTH = 60
+    WEIGHT_SCALES = (("0.5", 0.5), ("1 (default)", 1.0), ("√3 (Glorot)", math.sqrt(3)), ("3", 3.0))
     MIN_Y_RANGE = (1e-6, 1e2)  # the y axis spans at least these decades, so a flat curve looks flat
 
     def __init__(
-        self, depth: int = 30, residual: bool = False, layer_norm: bool = False, width: int = 64, seed: int = 0
+        self,
+        depth: int = 30,
+        residual: bool = False,
+        layer_norm: bool = False,
+        width: int = 64,
+        seed: int = 0,
+        weight_scale: float = 1.0,
     ):
         if isinstance(depth, bool) or not isinstance(depth, int) or not 2 <= depth <= self.MAX_DEPTH:
             raise ValueError(f"`depth` must be an int from 2 to {self.MAX_DEPTH}, got {depth!r}.")
+        scales = [value for _, value in self.WEIGHT_SCALES]
+        if weight_scale not in scales:
+            raise ValueError(f"`weight_scale` must be one of 0.5, 1.0, math.sqrt(3), 3.0, got {weight_scale!r}.")
         require_positive_int("width", width)
         _require_seed(seed)
         self._width, self._seed = width, seed  # of the measured stack; not controls
@@ -308,16 +320,27 @@ class ResidualExplorer(_Explorer):
         )
         self.residual = checkbox(residual, "residual connections")
         self.layer_norm = checkbox(layer_norm, "LayerNorm after every layer")
-        controls = {"depth": self.depth, "residual": self.residual, "layer_norm": self.layer_norm}
-        self._assemble(controls, [widgets.HBox([self.depth, self.residual, self.layer_norm])])
+        self.weight_scale = widgets.SelectionSlider(
+            options=list(self.WEIGHT_SCALES), value=weight_scale, description="weights ×", continuous_update=False
+        )
+        controls = {
+            "depth": self.depth,
+            "residual": self.residual,
+            "layer_norm": self.layer_norm,
+            "weight_scale": self.weight_scale,
+        }
+        rows = [widgets.HBox([self.depth, self.weight_scale]), widgets.HBox([self.residual, self.layer_norm])]
+        self._assemble(controls, rows)
 
-    def _draw(self, depth: int, residual: bool, layer_norm: bool) -> dict:
-        norms = gradient_norms_per_layer(depth, residual, layer_norm, self._width, self._seed)  # (depth,)
+    def _draw(self, depth: int, residual: bool, layer_norm: bool, weight_scale: float) -> dict:
+        norms = gradient_norms_per_layer(depth, residual, layer_norm, self._width, self._seed, weight_scale)  # (depth,)
         ratio = float(norms[0] / norms[-1])
         block = "h + tanh(W h)" if residual else "tanh(W h)"
         if layer_norm:
             block = f"LN({block})"
-        title = f"{depth} layers of h = {block}: layer 1 / layer {depth} = {ratio:.3g}"
+        label = dict((value, name) for name, value in self.WEIGHT_SCALES)[weight_scale]
+        scale = "" if weight_scale == 1.0 else f", weights × {label}"
+        title = f"{depth} layers of h = {block}{scale}: layer 1 / layer {depth} = {ratio:.3g}"
         figure, ax = plt.subplots(figsize=(8, 4.6), layout="constrained")
         ax.semilogy(range(1, depth + 1), norms.numpy(), marker="o", color="tab:green" if residual else "tab:red")
         ax.set_ylim(*self.y_limits(norms))
@@ -331,6 +354,7 @@ class ResidualExplorer(_Explorer):
             "depth": depth,
             "residual": residual,
             "layer_norm": layer_norm,
+            "weight_scale": weight_scale,
             "ratio_first_last": ratio,
             "title": title,
             "figure": figure,
