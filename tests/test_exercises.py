@@ -50,7 +50,7 @@ NOTEBOOK_EXERCISES = {
     "06": ["post_ln_layer", "pre_ln_layer"],
     "07": ["mlm_head", "hf_to_ours", "count_parameters"],
     "08": ["role_score", "attention_rollout", "mean_pooling"],
-    "09": ["mlm_corrupt", "truncate_pair", "mlm_accuracy"],
+    "09": list(registry.NOTEBOOK_ASKS["09"]),
     "10": ["align_word_labels", "best_span"],
     "11": ["window_spans", "merge_softmax_blocks", "local_global_mask"],
     "12": ["average_gradients", "scaler_update"],

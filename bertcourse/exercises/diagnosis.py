@@ -262,6 +262,12 @@ def same_value(exercise, value, other) -> bool:
         return bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
     if other is None or isinstance(other, str):
         return type(value) is type(other) and value == other
+    if isinstance(other, float):
+        if not is_real(value):
+            return False
+        if math.isnan(other) or math.isnan(value):
+            return math.isnan(other) and math.isnan(value)
+        return math.isclose(float(value), other, rel_tol=exercise.rtol, abs_tol=exercise.atol)
     return is_int(value) and int(value) == other
 
 
@@ -361,7 +367,7 @@ def _dtype_problem(exercise, case: Case, subject: str, value: torch.Tensor, expe
     start = f"{subject} has the right values but dtype" if same_values else f"{subject} has dtype"
     if expected.dtype == torch.bool:
         return (
-            f"{start} {value.dtype}; a mask must be boolean (torch.bool, True = may attend). "
+            f"{start} {value.dtype}; a mask must be boolean (torch.bool). "
             "Comparisons such as `<` give booleans directly."
         )
     text = f"{start} {value.dtype}; expected {expected.dtype}"
@@ -412,6 +418,8 @@ def _mask_pattern(value: torch.Tensor) -> str | None:
 
 def _numbers_problem(exercise, case: Case, subject: str, value: torch.Tensor, expected: torch.Tensor, axes) -> str:
     v, e = value.double(), expected.double()
+    if e.numel() == 1:  # one number: any wrong one is "a factor" or "an offset" off, which says nothing
+        return f"{subject} is {float(v.reshape(())):.4g}; expected {float(e.reshape(())):.4g}."
     difference = torch.nan_to_num((v - e).abs(), nan=math.inf)
     where = _index(torch.unravel_index(difference.argmax(), difference.shape))
     text = (
@@ -656,6 +664,17 @@ def count_problem(value, expected: int) -> str | None:
     return f"Your count is {int(value):,}; expected {expected:,} (off by {int(value) - expected:+,})."
 
 
+def number_problem(exercise, subject: str, value, expected: float) -> str | None:
+    """What is wrong with a returned Python float (an int of the right value passes)."""
+    if isinstance(value, torch.Tensor):
+        return f"{subject} is a tensor; return a Python float (`.item()` converts a one-element tensor)."
+    if not is_real(value):
+        return type_problem(subject, value, "a float")
+    if same_value(exercise, value, expected):
+        return None
+    return f"{subject} is {float(value):.6g}; expected {expected:.6g}."
+
+
 def type_problem(subject: str, value, wanted: str) -> str:
     if value is None:
         return f"{subject} is None: did you forget to `return` it?"
@@ -792,3 +811,7 @@ def _index(index) -> str:
 
 def is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)

@@ -192,6 +192,8 @@ def case_problem(exercise: Exercise, case: Case, outcome: Outcome, expected) -> 
 def _item_problem(exercise: Exercise, case: Case, subject: str, value, expected, axes) -> str | None:
     if isinstance(expected, torch.Tensor):
         problem = diagnosis.value_problem(exercise, case, subject, value, expected, axes)
+    elif isinstance(expected, float):
+        problem = diagnosis.number_problem(exercise, subject, value, expected)
     elif isinstance(expected, int):
         problem = diagnosis.count_problem(value, expected)
     else:

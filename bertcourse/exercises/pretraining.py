@@ -1,17 +1,33 @@
-"""Exercises of notebook 09: ``mlm_corrupt``, ``truncate_pair`` and ``mlm_accuracy``.
+"""Exercises of notebook 09: ``masked_only_accuracy``, ``lr_multiplier`` and ``whole_word_mask``.
 
-Their mistakes are the slips of pretraining data: labels on every token (the loss over all tokens),
-0 instead of -100, labels taken after the corruption, every selected token masked, the 80/10/10
-shares read backwards, random tokens where nothing was selected; a truncation that forgets the three
-special tokens, cuts one segment only, the wrong end or the wrong segment on a tie; an accuracy over
-every position instead of the selected ones.
+Each combines ideas the notebook shows without giving their code. Their mistakes are the slips of MLM
+metrics, schedules and masking: an accuracy on every selected position (a model scores there by
+copying the token it sees), the prediction compared with the input, a mean over every position, the
+argmax over the wrong axis, a count or a Python float, 0 instead of NaN with no [MASK]; a schedule with
+no warm-up, a warm-up one step ahead or one step long, a decay measured from step 0 or over
+total_steps, a factor below 0 past the end, a division by zero without warm-up, a cosine; whole-word
+masking that stops at the first piece or the next one, leaks into the next word, carries a word across
+rows, or selects the pieces of unselected words. Messages for the wrong answers nobody catalogued say
+which positions a wrong accuracy counted, where a step stands in the schedule, and what the first wrong
+piece of a whole-word mask is (``explain``).
+
+The exercises notebook 09 asked for before, ``mlm_corrupt``, ``truncate_pair`` and ``mlm_accuracy``, stay
+checkable by name (``registry.RETIRED``): labels on every token, 0 instead of -100, labels taken after
+the corruption, every selected token masked, the 80/10/10 shares read backwards, random tokens where
+nothing was selected; a truncation that forgets the three special tokens, cuts one segment only, the
+wrong end or the wrong segment on a tie; an accuracy over every position instead of the selected ones.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 
+from ..masked_lm import masked_only_accuracy, whole_word_mask
 from ..pretraining import IGNORE_INDEX, mlm_accuracy, mlm_corrupt, truncate_pair
+from ..pretraining.metrics import selected_kinds
+from ..training import lr_multiplier
 from .random_inputs import _randn
 from .records import Case, Exercise, Mistake
 
@@ -295,6 +311,526 @@ MLM_ACCURACY = Exercise(
             "a count instead of a share",
             "divide by the number of selected positions: `.float().mean()` over `correct[selected]`.",
             _accuracy_a_count,
+        ),
+    ),
+)
+
+
+# --- masked_only_accuracy ------------------------------------------------------------------------
+
+
+def _masked_case(g, batch, seq, vocab, mask_token_id=MASK_ID, kinds=(0.6, 0.2, 0.2)):
+    """A batch as the collator makes it, and a model that copies the token it sees and guesses at [MASK].
+
+    ``kinds`` are the shares of the selected positions that show [MASK], a random token and the token kept;
+    every [MASK] in ``input_ids`` is at a selected position, as in real batches.
+    """
+    first = mask_token_id + 1  # the ordinary tokens: ids above [MASK] and the other special tokens
+    text = torch.randint(first, vocab, (batch, seq), generator=g)  # (batch, seq) the original tokens
+    selected = torch.rand(batch, seq, generator=g) < 0.5
+    draws = torch.rand(batch, seq, generator=g)
+    shows_mask = selected & (draws < kinds[0])
+    shows_random = selected & (draws >= kinds[0]) & (draws < kinds[0] + kinds[1])
+    other = first + (text - first + torch.randint(1, vocab - first, (batch, seq), generator=g)) % (vocab - first)
+    input_ids = torch.where(shows_mask, mask_token_id, torch.where(shows_random, other, text))
+    guess = torch.randint(first, vocab, (batch, seq), generator=g)  # a wrong or lucky guess at [MASK]
+    guess = torch.where(torch.rand(batch, seq, generator=g) < 0.3, mask_token_id, guess)  # or [MASK] itself
+    right = torch.rand(batch, seq, generator=g) < 0.5
+    prediction = torch.where(shows_mask, torch.where(right, text, guess), input_ids)  # elsewhere: copy what it sees
+    logits = _randn(g, batch, seq, vocab)
+    logits = logits + 6.0 * torch.nn.functional.one_hot(prediction, vocab)  # (batch, seq, vocab)
+    labels = torch.where(selected, text, IGNORE_INDEX)
+    return (logits, labels, input_ids, mask_token_id)
+
+
+def _masked_cases(g):
+    return [
+        Case(
+            "a batch of 2 x 10 tokens, vocabulary of 12: [MASK], random and kept positions, a model that copies "
+            "what it sees",
+            _masked_case(g, 2, 10, 12),
+        ),
+        Case(
+            "the same sizes, every selected position shows [MASK] (none random, none kept)",
+            _masked_case(g, 2, 10, 12, kinds=(1.0, 0.0, 0.0)),
+        ),
+        Case(
+            "the same sizes, no position shows [MASK] (the selected ones are random or kept): NaN",
+            _masked_case(g, 2, 10, 12, kinds=(0.0, 0.5, 0.5)),
+        ),
+        Case("the same sizes, [MASK] is id 103 in a vocabulary of 120", _masked_case(g, 2, 10, 120, 103)),
+        Case("one sentence of 10 tokens, vocabulary of 12", _masked_case(g, 1, 10, 12)),
+        Case(
+            "a batch of 2 x 9 tokens, vocabulary of 9: as many positions as token ids",
+            _masked_case(g, 2, 9, 9),
+        ),
+    ]
+
+
+def _masked_positions(labels, input_ids, mask_token_id):
+    return (labels != IGNORE_INDEX) & (input_ids == mask_token_id)
+
+
+def _masked_all_selected(prediction_logits, labels, input_ids, mask_token_id):
+    return mlm_accuracy(prediction_logits, labels)
+
+
+def _masked_against_input_ids(prediction_logits, labels, input_ids, mask_token_id):
+    shows_mask = _masked_positions(labels, input_ids, mask_token_id)
+    return (prediction_logits.argmax(dim=-1) == input_ids)[shows_mask].float().mean()
+
+
+def _masked_over_every_position(prediction_logits, labels, input_ids, mask_token_id):
+    shows_mask = _masked_positions(labels, input_ids, mask_token_id)
+    return ((prediction_logits.argmax(dim=-1) == labels) & shows_mask).float().mean()
+
+
+def _masked_argmax_over_positions(prediction_logits, labels, input_ids, mask_token_id):
+    shows_mask = _masked_positions(labels, input_ids, mask_token_id)
+    return (prediction_logits.argmax(dim=1) == labels)[shows_mask].float().mean()
+
+
+def _masked_python_float(prediction_logits, labels, input_ids, mask_token_id):
+    return masked_only_accuracy(prediction_logits, labels, input_ids, mask_token_id).item()
+
+
+def _masked_a_count(prediction_logits, labels, input_ids, mask_token_id):
+    shows_mask = _masked_positions(labels, input_ids, mask_token_id)
+    return (prediction_logits.argmax(dim=-1) == labels)[shows_mask].sum()
+
+
+def _masked_zero_without_mask(prediction_logits, labels, input_ids, mask_token_id):
+    shows_mask = _masked_positions(labels, input_ids, mask_token_id)
+    hits = ((prediction_logits.argmax(dim=-1) == labels) & shows_mask).sum()
+    return hits / shows_mask.sum().clamp(min=1)
+
+
+def _masked_explain(case, value, expected):
+    """What the learner's number is, among the shares a slip gives, or else what this case holds."""
+    logits, labels, input_ids, mask_token_id = case.args
+    kinds = selected_kinds(input_ids, labels, mask_token_id)
+    right = logits.argmax(dim=-1) == labels  # (batch, seq)
+    selected = labels != IGNORE_INDEX
+    shows_mask = kinds["mask"]
+    rows = [right[b][shows_mask[b]].float().mean() for b in range(len(labels))]
+    candidates = (
+        ("the accuracy on the [MASK] and the kept positions together", right[shows_mask | kinds["kept"]]),
+        ("the accuracy on the [MASK] and the random positions together", right[shows_mask | kinds["random"]]),
+        ("the accuracy on the kept positions", right[kinds["kept"]]),
+        ("the accuracy on the random positions", right[kinds["random"]]),
+        ("the accuracy on the positions that show a token (random and kept)", right[kinds["random"] | kinds["kept"]]),
+        ("the accuracy over every position, unselected ones (label -100) included", right.flatten()),
+    )
+    values = [(text, chosen.float().mean()) for text, chosen in candidates]
+    values += [
+        (
+            "the right [MASK] predictions divided by the number of *selected* positions",
+            (right & shows_mask).sum() / selected.sum(),
+        ),
+        ("one minus the accuracy: the share predicted wrong", 1 - expected),
+        (
+            "the mean of each sentence's own accuracy: average over the [MASK] positions of the whole batch at once",
+            torch.stack(rows).nanmean(),
+        ),
+    ]
+    mine = _one_number(value)
+    if mine is None:
+        return None
+    named = [] if mine in (0.0, 1.0) or math.isnan(mine) else values  # 0 and 1 are what too many slips give
+    for text, candidate in named:
+        if not math.isclose(float(candidate), float(expected), abs_tol=1e-6) and math.isclose(
+            mine, float(candidate), abs_tol=1e-6
+        ):
+            return f"It equals {text}."
+    counts = (
+        f"Here {int(shows_mask.sum())} of the {int(selected.sum())} selected positions show [MASK] "
+        f"({int(kinds['random'].sum())} show a random token, {int(kinds['kept'].sum())} their own)"
+    )
+    if not bool(shows_mask.any()):
+        return f"{counts}: with no [MASK] position there is no accuracy to take, and the mean of nothing is NaN."
+    return f"{counts}, and {int((right & shows_mask).sum())} of the [MASK] ones are predicted right."
+
+
+def _one_number(value) -> float | None:
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1 or value.dtype.is_complex or value.layout != torch.strided or value.device.type != "cpu":
+            return None
+        return float(value.reshape(()))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+MASKED_ONLY_ACCURACY = Exercise(
+    name="masked_only_accuracy",
+    reference=masked_only_accuracy,
+    prompt="your function receives `prediction_logits` (batch, seq, vocab), `labels` (batch, seq: the original "
+    "token at the selected positions, -100 elsewhere), `input_ids` (batch, seq: what the model saw, after the "
+    "80/10/10 corruption) and an int `mask_token_id`. It returns a 0-d float tensor: the share of the selected "
+    "positions that show [MASK] whose highest logit is the label. The selected positions that show a random token "
+    "or their own token do not count; with no [MASK] position the answer is NaN (as `mlm_accuracy`'s with no "
+    "selected position). As in real batches, every [MASK] in `input_ids` is at a selected position.",
+    start="first find the positions that count: which two facts about a position, one from `labels` and one from "
+    "`input_ids`, make it one of them?",
+    make_cases=_masked_cases,
+    notebook="09",
+    explain=_masked_explain,
+    mistakes=(
+        Mistake(
+            "the accuracy on every selected position (the old `mlm_accuracy`)",
+            "a model scores at the kept positions by copying the token it sees: count only the selected positions "
+            "whose input is `mask_token_id`.",
+            _masked_all_selected,
+        ),
+        Mistake(
+            "the prediction compared with `input_ids`",
+            "at a [MASK] position `input_ids` holds [MASK] itself; the answer is the original token, in `labels`.",
+            _masked_against_input_ids,
+        ),
+        Mistake(
+            "an average over every position",
+            "the right [MASK] predictions are divided by the number of all positions: take the mean over the "
+            "[MASK] positions only (index with the boolean mask before the mean).",
+            _masked_over_every_position,
+        ),
+        Mistake(
+            "the argmax over the positions (dim=1)",
+            "the prediction at each position is the highest of its `vocab` logits: the argmax runs over the last "
+            "axis, `dim=-1`.",
+            _masked_argmax_over_positions,
+        ),
+        Mistake(
+            "a Python float",
+            "return the 0-d tensor itself, without `.item()` or `float(...)`.",
+            _masked_python_float,
+        ),
+        Mistake(
+            "a count instead of a share",
+            "divide the number of right [MASK] predictions by the number of [MASK] positions.",
+            _masked_a_count,
+        ),
+        Mistake(
+            "0 where no position shows [MASK]",
+            "with no [MASK] position there is no accuracy: 0 would read as a model that is always wrong. The mean "
+            "of no values is NaN (0 / 0), which is what the exercise asks for; do not clamp the count.",
+            _masked_zero_without_mask,
+        ),
+    ),
+)
+
+# --- lr_multiplier -------------------------------------------------------------------------------
+
+
+def _lr_cases(g):
+    return [
+        Case("step 0 of a 10-step warm-up (total 100): the start", (0, 10, 100)),
+        Case("step 3, in the warm-up of 10 steps (total 100)", (3, 10, 100)),
+        Case("step 9, the last warm-up step (warm-up 10, total 100)", (9, 10, 100)),
+        Case("step 10 = warmup_steps: the peak (total 100)", (10, 10, 100)),
+        Case("step 55, halfway through the decay (warm-up 10, total 100)", (55, 10, 100)),
+        Case("step 99, the last step before total_steps (warm-up 10, total 100)", (99, 10, 100)),
+        Case("step 100 = total_steps: the end (warm-up 10)", (100, 10, 100)),
+        Case("step 130, past total_steps = 100 (warm-up 10)", (130, 10, 100)),
+        Case("step 0 with warmup_steps = 0 (total 50): no warm-up", (0, 0, 50)),
+        Case("step 20 with warmup_steps = 0 (total 50): no warm-up", (20, 0, 50)),
+        Case("step 7 of a short run: warm-up 4, total 12", (7, 4, 12)),
+        Case("step 2 of a short run: warm-up 4, total 12", (2, 4, 12)),
+    ]
+
+
+def _lr_no_warmup(step, warmup_steps, total_steps):
+    return max(0.0, (total_steps - step) / total_steps)
+
+
+def _lr_warmup_one_step_ahead(step, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    return lr_multiplier(step, warmup_steps, total_steps)
+
+
+def _lr_warmup_one_step_long(step, warmup_steps, total_steps):
+    return lr_multiplier(step, warmup_steps + 1, total_steps)
+
+
+def _lr_decay_from_step_zero(step, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return step / warmup_steps
+    return max(0.0, (total_steps - step) / total_steps)
+
+
+def _lr_decay_never_reaches_zero(step, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return step / warmup_steps
+    return max(0.0, 1 - (step - warmup_steps) / total_steps)
+
+
+def _lr_negative_past_the_end(step, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return step / warmup_steps
+    return (total_steps - step) / (total_steps - warmup_steps)
+
+
+def _lr_divides_by_zero(step, warmup_steps, total_steps):
+    return max(0.0, min(step / warmup_steps, (total_steps - step) / (total_steps - warmup_steps)))
+
+
+def _lr_cosine(step, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return step / warmup_steps
+    progress = min(1.0, (step - warmup_steps) / (total_steps - warmup_steps))
+    return 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def _lr_explain(case, value, expected):
+    """Where the case's step stands in the schedule, and what the multiplier does there (never the formula)."""
+    step, warmup_steps, total_steps = case.args
+    if warmup_steps == 0:
+        where = "With warmup_steps = 0 there is no warm-up: the decay starts at 1 at step 0."
+    elif step < warmup_steps:
+        where = (
+            f"Step {step} is in the warm-up (steps 0 to {warmup_steps - 1}), where the multiplier rises in equal "
+            f"steps from 0 at step 0 to 1 at step {warmup_steps}."
+        )
+    elif step == warmup_steps:
+        where = f"Step {step} = warmup_steps is the peak: the multiplier is exactly 1 there."
+    elif step <= total_steps:
+        where = (
+            f"Step {step} is in the decay, where the multiplier falls in equal steps from 1 at step {warmup_steps} "
+            f"to 0 at step {total_steps}."
+        )
+    else:
+        where = f"Step {step} is past total_steps = {total_steps}: the multiplier stays at 0, never below."
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        where += " A learning rate below 0 would climb the loss."
+    return where
+
+
+LR_MULTIPLIER = Exercise(
+    name="lr_multiplier",
+    reference=lr_multiplier,
+    prompt="your function receives three ints, `step` (0, 1, 2, ...; it may go past the end), `warmup_steps` "
+    "(0 or more, below `total_steps`) and `total_steps`. It returns a Python float: the factor on the peak learning "
+    "rate at `step`, rising linearly from 0 at step 0 to 1 at step `warmup_steps`, then falling linearly to 0 at "
+    "`total_steps`, and 0 after that. With `warmup_steps = 0` there is no warm-up: the factor is 1 at step 0.",
+    start="split the steps into the phases the curve of section 7 shows, and write each phase's straight line "
+    "from the two points where it starts and ends.",
+    make_cases=_lr_cases,
+    notebook="09",
+    core="lr_multiplier",
+    explain=_lr_explain,
+    mistakes=(
+        Mistake(
+            "a decay from step 0 (no warm-up)",
+            "for the first `warmup_steps` steps the factor rises from 0 to 1; the decay starts only at `warmup_steps`.",
+            _lr_no_warmup,
+        ),
+        Mistake(
+            "the warm-up one step ahead",
+            "at step 0 the factor is 0, not 1 / warmup_steps: it reaches 1 at step `warmup_steps`, not one step "
+            "earlier.",
+            _lr_warmup_one_step_ahead,
+        ),
+        Mistake(
+            "the warm-up one step too long",
+            "the factor reaches 1 at step `warmup_steps` itself, not one step later.",
+            _lr_warmup_one_step_long,
+        ),
+        Mistake(
+            "the decay measured from step 0",
+            "the decay runs from 1 at `warmup_steps` to 0 at `total_steps`: its length is total_steps - "
+            "warmup_steps, so the factor is exactly 1 at the peak, with no drop.",
+            _lr_decay_from_step_zero,
+        ),
+        Mistake(
+            "a decay that never reaches 0",
+            "the decay lasts total_steps - warmup_steps steps, not total_steps: the factor must be 0 at `total_steps`.",
+            _lr_decay_never_reaches_zero,
+        ),
+        Mistake(
+            "a factor below 0 past total_steps",
+            "after `total_steps` the line goes on below 0, and a negative learning rate climbs the loss: clamp "
+            "the factor at 0.",
+            _lr_negative_past_the_end,
+        ),
+        Mistake(
+            "a division by zero when warmup_steps = 0",
+            "with no warm-up there is no warm-up fraction to compute: divide by `warmup_steps` only for steps "
+            "inside the warm-up (there are none when it is 0).",
+            _lr_divides_by_zero,
+        ),
+        Mistake(
+            "a cosine decay",
+            "this schedule falls along a straight line (BERT's and Hugging Face's "
+            "`get_linear_schedule_with_warmup`), not along a cosine.",
+            _lr_cosine,
+        ),
+    ),
+)
+
+# --- whole_word_mask -----------------------------------------------------------------------------
+
+
+def _words(*rows):
+    """(selected_starts, is_continuation) from rows of words, each word (pieces, selected).
+
+    A row may begin with ("##", n, selected): n continuation pieces cut from a word of the text before.
+    """
+    starts, continuation = [], []
+    for row in rows:
+        row_starts, row_continuation = [], []
+        for word in row:
+            if word[0] == "##":
+                _, pieces, selected = word
+                row_starts += [selected] + [False] * (pieces - 1)
+                row_continuation += [True] * pieces
+            else:
+                pieces, selected = word
+                row_starts += [selected] + [False] * (pieces - 1)
+                row_continuation += [False] + [True] * (pieces - 1)
+        starts.append(row_starts)
+        continuation.append(row_continuation)
+    return torch.tensor(starts), torch.tensor(continuation)
+
+
+def _wwm_cases(g):
+    return [
+        Case(
+            "one row: words of 1, 2, 3 and 2 pieces, the 2- and 3-piece words selected",
+            _words([(1, False), (2, True), (3, True), (2, False)]),
+        ),
+        Case(
+            "a batch of 3 rows, selected and unselected words of 1 to 3 pieces",
+            _words(
+                [(2, False), (1, True), (3, True), (1, False), (2, False)],
+                [(1, True), (3, False), (2, True), (1, False), (2, False)],
+                [(3, False), (2, False), (1, False), (2, True), (1, True)],
+            ),
+        ),
+        Case(
+            "one row: a long word of 6 pieces, selected, between two unselected words",
+            _words([(2, False), (6, True), (1, False)]),
+        ),
+        Case(
+            "one row: a selected word of 3 pieces followed at once by an unselected word of 3 pieces",
+            _words([(1, False), (3, True), (3, False), (1, False)]),
+        ),
+        Case(
+            "a batch of 2 rows, nothing selected",
+            _words([(2, False), (1, False), (3, False)], [(1, False), (3, False), (2, False)]),
+        ),
+        Case(
+            "a batch of 2 rows, the second row begins with 2 ## pieces (not selected) below a row that ends in a "
+            "selected word",
+            _words([(1, False), (1, False), (3, True)], [("##", 2, False), (2, False), (1, True)]),
+        ),
+        Case(
+            "one row that begins with 2 ## pieces, selected at position 0",
+            _words([("##", 2, True), (2, False), (1, False)]),
+        ),
+        Case("one row: no ## piece at all, two words selected", _words([(1, True), (1, False), (1, True), (1, False)])),
+    ]
+
+
+def _shift_right(x):
+    return torch.cat([torch.zeros_like(x[..., :1]), x[..., :-1]], dim=-1)
+
+
+def _wwm_starts_only(selected_starts, is_continuation):
+    return selected_starts.clone()
+
+
+def _wwm_next_piece_only(selected_starts, is_continuation):
+    return selected_starts | (is_continuation & _shift_right(selected_starts))
+
+
+def _wwm_leaks_into_the_next_word(selected_starts, is_continuation):
+    selected = whole_word_mask(selected_starts, is_continuation)
+    return selected | _shift_right(selected)
+
+
+def _wwm_across_rows(selected_starts, is_continuation):
+    flat = whole_word_mask(selected_starts.reshape(1, -1), is_continuation.reshape(1, -1))
+    return flat.reshape(selected_starts.shape)
+
+
+def _wwm_every_continuation(selected_starts, is_continuation):
+    return selected_starts | is_continuation
+
+
+def _wwm_explain(case, value, expected):
+    """What the first wrong position is: a word start, or a ## piece of a selected or unselected word."""
+    selected_starts, is_continuation = case.args
+    if not isinstance(value, torch.Tensor) or value.shape != expected.shape or value.layout != torch.strided:
+        return None
+    if value.device != expected.device or value.dtype.is_complex:
+        return None
+    if value.dtype != torch.bool:
+        return "Here True means *selected for masking*."
+    differ = (value.bool() != expected).nonzero()
+    if not len(differ):
+        return None
+    row, position = (int(i) for i in differ[0])
+    start = position
+    while start > 0 and bool(is_continuation[row, start]):
+        start -= 1
+    chosen = "selected" if bool(selected_starts[row, start]) else "not selected"
+    if start == position and bool(is_continuation[row, position]):
+        return (
+            f"Position {position} of row {row} is a ## piece at the very start of its row: with no word start to "
+            f"its left in the row, it starts a word itself, {chosen} in `selected_starts`."
+        )
+    if start == position:
+        return f"Position {position} of row {row} starts a word, {chosen} in `selected_starts`: it keeps that value."
+    return (
+        f"Position {position} of row {row} is a ## piece of the word that starts at position {start} of the same "
+        f"row, which is {chosen}."
+    )
+
+
+WHOLE_WORD_MASK = Exercise(
+    name="whole_word_mask",
+    reference=whole_word_mask,
+    prompt="your function receives two bool tensors of one shape (batch, seq): `selected_starts`, True at the "
+    "first pieces of the words chosen for masking (False at every ## piece, except perhaps position 0), and "
+    "`is_continuation`, True at the pieces that continue a word (`##ing`). It returns a bool tensor (batch, seq): "
+    "whole-word masking, where a ## piece is selected exactly when the first piece of its word is. A piece's word "
+    "starts at the nearest position at or to its left, in the same row, that is not a continuation; the first "
+    "position of a row always starts a word, even a ## piece (a row cut from the middle of a text). The cases are "
+    "all 2-D.",
+    start="work one row through on paper, left to right: for a ## piece, which earlier position decides whether "
+    "it is selected?",
+    make_cases=_wwm_cases,
+    notebook="09",
+    axes={"": ("rows", "positions")},
+    explain=_wwm_explain,
+    mistakes=(
+        Mistake(
+            "only the first pieces selected",
+            "whole-word masking selects every ## piece of a chosen word too: a visible `##ing` beside the [MASK] "
+            "would give the word away.",
+            _wwm_starts_only,
+        ),
+        Mistake(
+            "only the piece after each first piece selected",
+            "a word can have many ## pieces: every one up to the next word start follows the word's first piece.",
+            _wwm_next_piece_only,
+        ),
+        Mistake(
+            "the piece after a selected word selected too",
+            "a word ends before the next piece that is not a continuation: that piece starts the next word and "
+            "keeps its own value of `selected_starts`.",
+            _wwm_leaks_into_the_next_word,
+        ),
+        Mistake(
+            "the words carried across rows",
+            "each row is its own text: a ## piece at the start of a row does not belong to the last word of the "
+            "row above. Work along the last axis of each row, without flattening the batch.",
+            _wwm_across_rows,
+        ),
+        Mistake(
+            "the ## pieces of unselected words selected too",
+            "a ## piece is selected only when the first piece of *its own* word is selected, not every ## piece.",
+            _wwm_every_continuation,
         ),
     ),
 )

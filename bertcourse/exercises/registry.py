@@ -65,6 +65,9 @@ EXERCISES: dict[str, Exercise] = {
         pretraining.MLM_CORRUPT,
         pretraining.TRUNCATE_PAIR,
         pretraining.MLM_ACCURACY,
+        pretraining.MASKED_ONLY_ACCURACY,
+        pretraining.LR_MULTIPLIER,
+        pretraining.WHOLE_WORD_MASK,
         fine_tuning.ALIGN_WORD_LABELS,
         fine_tuning.BEST_SPAN,
         long_inputs.WINDOW_SPANS,
@@ -74,6 +77,12 @@ EXERCISES: dict[str, Exercise] = {
         precision.SCALER_UPDATE,
     )
 }
+
+# Exercises that no notebook asks for any more, kept checkable by name (a learner may have typed them):
+# a cell or a hint of notebook 09 answered them.
+RETIRED = frozenset({"mlm_corrupt", "truncate_pair", "mlm_accuracy"})
+# The exercises a reworked notebook asks for, in its order (its check cells name these).
+NOTEBOOK_ASKS = {"09": ("masked_only_accuracy", "lr_multiplier", "whole_word_mask")}
 
 # The latest verdict of every exercise checked in this kernel, in the order they were first met.
 RESULTS: dict[str, CheckResult] = {}
