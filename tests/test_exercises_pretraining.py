@@ -3,10 +3,15 @@ and realistic wrong answers that the catalogue does not list get a message that 
 property (the generic checks of every exercise, the registry, verdicts, hints and solutions, are in
 test_exercises.py)."""
 
+import ast
+import inspect
+import textwrap
+
 import numpy as np
 import pytest
 import torch
 
+from bertcourse import masked_lm
 from bertcourse.exercises import EXERCISES, check, registry
 from bertcourse.masked_lm import masked_only_accuracy, whole_word_mask
 from bertcourse.pretraining import mlm_accuracy
@@ -98,6 +103,21 @@ def test_whole_word_mask_follows_each_word_start_within_its_row():
 def test_lr_multiplier_is_the_schedule_the_exercise_describes():
     assert [lr_multiplier(s, 4, 12) for s in (0, 2, 4, 8, 12, 20)] == [0.0, 0.5, 1.0, 0.5, 0.0, 0.0]
     assert lr_multiplier(0, 0, 50) == 1.0
+
+
+@pytest.mark.parametrize("name", ["masked_only_accuracy", "whole_word_mask"])
+def test_the_public_function_checks_then_calls_a_core_that_reads_like_the_textbook(name):
+    public, core = getattr(masked_lm, name), getattr(masked_lm, f"_{name}")
+    assert f"_{name}(" in inspect.getsource(public)
+    source = textwrap.dedent(inspect.getsource(core))
+    function = ast.parse(source).body[0]
+    assert len(ast.get_docstring(function).splitlines()) <= 2
+    lines = source.splitlines()
+    body = lines[function.body[0].end_lineno :]
+    assert not any(word in line for word in ("raise", "require_", "isinstance", "describe(") for line in body)
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Assign, ast.Return)):
+            assert "  # " in lines[node.end_lineno - 1], lines[node.end_lineno - 1]
 
 
 # --- correct answers written differently from the package ----------------------------------------
