@@ -11,10 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from bertcourse import masked_lm
 from bertcourse.exercises import EXERCISES, check, registry
-from bertcourse.masked_lm import masked_only_accuracy, whole_word_mask
-from bertcourse.pretraining import mlm_accuracy
+from bertcourse.pretraining import masked_only_accuracy, masking, metrics, mlm_accuracy, whole_word_mask
 from bertcourse.pretraining.metrics import selected_kinds
 from bertcourse.training import lr_multiplier
 
@@ -107,7 +105,8 @@ def test_lr_multiplier_is_the_schedule_the_exercise_describes():
 
 @pytest.mark.parametrize("name", ["masked_only_accuracy", "whole_word_mask"])
 def test_the_public_function_checks_then_calls_a_core_that_reads_like_the_textbook(name):
-    public, core = getattr(masked_lm, name), getattr(masked_lm, f"_{name}")
+    home = masking if name == "whole_word_mask" else metrics
+    public, core = getattr(home, name), getattr(home, f"_{name}")
     assert f"_{name}(" in inspect.getsource(public)
     source = textwrap.dedent(inspect.getsource(core))
     function = ast.parse(source).body[0]

@@ -4,6 +4,7 @@ resume exactly, any model with a `.loss`, autocast and a grad scaler; one AdamW 
 from __future__ import annotations
 
 import json
+import time
 import types
 
 import pytest
@@ -11,6 +12,7 @@ import torch
 from torch import nn
 
 import bertcourse as bc
+from bertcourse import training
 from bertcourse.pretraining import PretrainingCollator, PretrainingMetrics, SpecialIds, held_out_batches
 from bertcourse.training import (
     TRAINER_STATE_FILE,
@@ -137,7 +139,7 @@ def test_evaluate_turns_dropout_off_without_gradients_and_restores_the_mode():
     assert first == second, "dropout was off: two evaluations agree"
     assert set(seen) == {(False, False)} and m.training
     figures = evaluate(m, HELD_OUT, pretraining_metrics)
-    assert set(figures) == {"mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}
+    assert {"mlm_loss", "mlm_accuracy", "mask_loss", "kept_accuracy", "nsp_loss", "nsp_recall_not_next"} <= set(figures)
     with pytest.raises(ValueError, match="nothing to evaluate"):
         evaluate(m, [])
 
@@ -360,3 +362,20 @@ def test_the_live_plot_redraws_at_most_every_few_seconds_and_always_at_the_end(m
         clock[0] += 0.25  # a quarter of a second per step
         plot(history, final=step == 31)
     assert drawn == [21, 32]  # the first step of 3 past 5 s of training, then the last step
+
+
+def test_the_fastest_thread_count_is_measured_and_set():
+    before = torch.get_num_threads()
+    calls = []
+
+    def step():  # slower with more threads, as on a busy machine
+        calls.append(torch.get_num_threads())
+        time.sleep(0.01 * torch.get_num_threads())
+
+    try:
+        assert training.fastest_thread_count(step, candidates=(1, 3), repeats=2) == 1
+        assert torch.get_num_threads() == 1 and calls == [1, 1, 1, 3, 3, 3]
+        with pytest.raises(ValueError, match="`candidates` must be a positive int"):
+            training.fastest_thread_count(step, candidates=(0, 1))
+    finally:
+        torch.set_num_threads(before)

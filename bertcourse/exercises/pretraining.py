@@ -24,8 +24,7 @@ import math
 
 import torch
 
-from ..masked_lm import masked_only_accuracy, whole_word_mask
-from ..pretraining import IGNORE_INDEX, mlm_accuracy, mlm_corrupt, truncate_pair
+from ..pretraining import IGNORE_INDEX, masked_only_accuracy, mlm_accuracy, mlm_corrupt, truncate_pair, whole_word_mask
 from ..pretraining.metrics import selected_kinds
 from ..training import lr_multiplier
 from .random_inputs import _randn

@@ -36,7 +36,7 @@ identical to one that never stopped.
 from ..heads import IGNORE_INDEX
 from .checks import require_documents, require_generator, require_positions, require_share, require_texts
 from .fill_mask import MaskingView, fill_mask, masking_view
-from .masking import MASK_SHARE, RANDOM_SHARE, mask_tokens, mlm_accuracy, mlm_corrupt
+from .masking import MASK_SHARE, RANDOM_SHARE, mask_tokens, mlm_accuracy, mlm_corrupt, whole_word_mask
 from .metrics import (
     COPY_SHARE,
     KINDS,
@@ -44,6 +44,7 @@ from .metrics import (
     balanced_nsp_accuracy,
     context_figures,
     continuation_ids,
+    masked_only_accuracy,
     mlm_baselines,
     selected_kinds,
     token_distribution,
@@ -61,6 +62,7 @@ from .pairs import (
 )
 from .recipe import (
     BATCH,
+    LENGTH_CONTROL,
     LR,
     SHIPPED_RUN,
     SHIPPED_STEPS,
@@ -71,8 +73,10 @@ from .recipe import (
     LengthPhases,
     PretrainingData,
     PretrainingRun,
+    break_out_step,
     held_out_batches,
     held_out_figures,
+    load_length_control,
     load_shipped_run,
     pretrain,
     pretraining_data,
@@ -99,6 +103,7 @@ __all__ = [
     "SPECIAL_TOKENS",
     "STEPS",
     "VOCAB_SIZE",
+    "LENGTH_CONTROL",
     "LengthPhases",
     "MaskingView",
     "PretrainingCollator",
@@ -107,14 +112,17 @@ __all__ = [
     "PretrainingRun",
     "SpecialIds",
     "balanced_nsp_accuracy",
+    "break_out_step",
     "collate_pairs",
     "context_figures",
     "continuation_ids",
     "fill_mask",
     "held_out_batches",
     "held_out_figures",
+    "load_length_control",
     "load_shipped_run",
     "mask_tokens",
+    "masked_only_accuracy",
     "masking_view",
     "mlm_accuracy",
     "mlm_baselines",
@@ -138,4 +146,5 @@ __all__ = [
     "top_predictions",
     "train_wordpiece",
     "truncate_pair",
+    "whole_word_mask",
 ]

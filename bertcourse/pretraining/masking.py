@@ -5,7 +5,9 @@ counts the selected positions only. [CLS], [SEP], [PAD] (and [UNK], [MASK]) are 
 the random replacement is an ordinary token. ``mask_tokens`` draws every random number from the
 ``torch.Generator`` it is given, so the same generator state gives the same masks on every
 machine; a fresh draw at every step is RoBERTa's *dynamic masking*. ``mlm_corrupt`` is the
-80/10/10 rule on given draws: the core a learner writes.
+80/10/10 rule on given draws. ``whole_word_mask`` is the whole-word masking of Google's BERT release of
+2019: when the first piece of a word is selected, every ``##`` piece of that word is selected too, so the
+model cannot guess ``##ing`` from the visible first piece of the same word.
 """
 
 from __future__ import annotations
@@ -93,3 +95,29 @@ def _mlm_accuracy(prediction_logits, labels):
     selected = labels != IGNORE_INDEX  # (batch, seq)
     correct = prediction_logits.argmax(dim=-1) == labels  # (batch, seq)
     return correct[selected].float().mean()  # (): NaN when nothing is selected
+
+
+def whole_word_mask(selected_starts: torch.Tensor, is_continuation: torch.Tensor) -> torch.Tensor:
+    """(batch, seq) bool: ``selected_starts`` with every ``##`` piece selected where its word's start is.
+
+    A piece's word starts at the nearest position at or to its left, in the same row, that is not a
+    continuation; the first position of a row always starts a word (a row may begin with ``##`` pieces).
+    """
+    for name, x in (("selected_starts", selected_starts), ("is_continuation", is_continuation)):
+        require_tensor(name, x, ndim=2)
+        if x.dtype != torch.bool:
+            raise TypeError(f"`{name}` must be a bool tensor, got {describe(x)}.")
+    if selected_starts.shape != is_continuation.shape:
+        raise ValueError(
+            f"`selected_starts` {describe(selected_starts)} and `is_continuation` {describe(is_continuation)} "
+            "must have one shape (batch, seq)."
+        )
+    return _whole_word_mask(selected_starts, is_continuation)
+
+
+def _whole_word_mask(selected_starts, is_continuation):
+    """Each piece takes the selection of its word's first piece: the last word start at or left of it in its row."""
+    positions = torch.arange(is_continuation.shape[-1], device=is_continuation.device)  # (seq,)
+    own_start = torch.where(is_continuation, 0, positions)  # (batch, seq): a word start names itself, a ## piece 0
+    word_start = own_start.cummax(dim=-1).values  # (batch, seq): the position where each piece's word starts
+    return selected_starts.gather(-1, word_start)  # (batch, seq)

@@ -15,6 +15,8 @@ unigram distribution, at a visible token v half its mass on v (the kept and the 
 equal) and half on the unigram. A model that learns from context beats these on ``mask``; a model
 that beats them on all positions but not on ``mask`` has learnt to copy.
 
+``masked_only_accuracy`` is the ``mask`` kind's accuracy as one function (notebook 09's exercise).
+
 ``continuation`` is the [MASK] positions whose answer is a word piece that continues a word
 (``##ing``): the neighbouring piece all but decides it, so it is the first place context shows.
 """
@@ -24,7 +26,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .._validation import require_integer_tensor
+from .._validation import describe, require_integer_tensor, require_tensor
 from ..heads import IGNORE_INDEX
 from ..tokenizer import WordPieceTokenizer
 from .masking import MASK_SHARE, RANDOM_SHARE
@@ -186,3 +188,31 @@ def context_figures(guesses: torch.Tensor, answers: torch.Tensor) -> dict[str, f
         "off_mode": float(off.double().mean()),
         "off_mode_right": float((guesses[off] == answers[off]).double().mean()) if off.any() else 0.0,
     }
+
+
+def masked_only_accuracy(
+    prediction_logits: torch.Tensor, labels: torch.Tensor, input_ids: torch.Tensor, mask_token_id: int
+) -> torch.Tensor:
+    """The share of the selected positions that show ``[MASK]`` whose highest logit is the label: a 0-d tensor.
+
+    NaN when no selected position shows ``[MASK]``, as ``mlm_accuracy`` on no selected position.
+    """
+    require_tensor("prediction_logits", prediction_logits, ndim=3)
+    require_integer_tensor("labels", labels)
+    require_integer_tensor("input_ids", input_ids)
+    if prediction_logits.shape[:-1] != labels.shape or input_ids.shape != labels.shape:
+        raise ValueError(
+            f"`prediction_logits` must be (batch, seq, vocab) and `labels`, `input_ids` (batch, seq), got "
+            f"{describe(prediction_logits)}, {describe(labels)} and {describe(input_ids)}."
+        )
+    if isinstance(mask_token_id, bool) or not isinstance(mask_token_id, int):
+        raise TypeError(f"`mask_token_id` must be an int, got {describe(mask_token_id)}.")
+    return _masked_only_accuracy(prediction_logits, labels, input_ids, mask_token_id)
+
+
+def _masked_only_accuracy(prediction_logits, labels, input_ids, mask_token_id):
+    """Accuracy on the selected positions (label != -100) that show [MASK]; the kept and random ones left out."""
+    selected = labels != IGNORE_INDEX  # (batch, seq): the positions in the loss
+    shows_mask = selected & (input_ids == mask_token_id)  # (batch, seq): of those, the ones the model sees as [MASK]
+    correct = prediction_logits.argmax(dim=-1) == labels  # (batch, seq)
+    return correct[shows_mask].float().mean()  # (): NaN when no position shows [MASK]

@@ -49,6 +49,7 @@ SHIPPED_STEPS = 4000  # the run that ships with the package
 EVAL_PAIRS = 512  # held-out pairs of the evaluations during training
 SHIPPED_RUN = Path(__file__).with_name("tiny_bert")
 RUN_FILE = "run.json"
+LENGTH_CONTROL = Path(__file__).with_name("length_control.json")  # ``python -m bertcourse.pretraining --control``
 
 
 def tiny_config(vocab_size: int, max_length: int = MAX_LENGTH) -> BertConfig:
@@ -293,3 +294,19 @@ def load_shipped_run(folder=SHIPPED_RUN):
     model = BertForPreTraining.from_pretrained(folder).eval()
     tokenizer = WordPieceTokenizer.from_folder(folder)
     return model, tokenizer, json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+
+
+def load_length_control(path=LENGTH_CONTROL) -> dict:
+    """The committed control: the notebook's recipe trained as it is and with every step at full length."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no {path.name}: it is made by `python -m bertcourse.pretraining --steps {STEPS} --eval-every 50 "
+            f"--control {path.name}`."
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def break_out_step(evals: list[dict], unigram_loss: float, margin: float = 0.1):
+    """The first evaluated step whose [MASK]-only loss is ``margin`` nats below ``unigram_loss`` (None if none)."""
+    return next((e["step"] for e in evals if e["mask_loss"] < unigram_loss - margin), None)
