@@ -195,8 +195,11 @@ def _gradient_norms_per_layer(depth, residual, layer_norm, width, seed, weight_s
     return torch.stack([layer.weight.grad.norm() for layer in layers])  # (depth,)
 
 
-def attention_maps(model, tokenizer, text: str) -> tuple[list[str], list[torch.Tensor]]:
+def attention_maps(model, tokenizer, text: str, pair: str | None = None) -> tuple[list[str], list[torch.Tensor]]:
     """Run ``model`` once on ``text``: its tokens and one (heads, seq, seq) CPU float tensor per layer.
+
+    With ``pair``, the input is the sentence pair ``[CLS] text [SEP] pair [SEP]``, with segment
+    ids 0 and 1 (``tokenizer(text, pairs=pair)``).
 
     ``model`` is a ``bertcourse.BertModel`` (or a Hugging Face BERT loaded with
     ``attn_implementation="eager"``) in eval mode, ``tokenizer`` its tokenizer: called on
@@ -207,16 +210,18 @@ def attention_maps(model, tokenizer, text: str) -> tuple[list[str], list[torch.T
     """
     if not isinstance(text, str):
         raise TypeError(f"`text` must be a string (one sentence), got {describe(text)}.")
+    if pair is not None and not isinstance(pair, str):
+        raise TypeError(f"`pair` must be a string (the second sentence) or None, got {describe(pair)}.")
     if getattr(model, "training", False):
         raise ValueError(
             "`model` is in training mode, so dropout would randomise every map: call `model.eval()` first "
             "(`load_pretrained()` returns it in eval mode)."
         )
-    return _attention_maps(model, tokenizer, text)
+    return _attention_maps(model, tokenizer, text, pair)
 
 
-def _attention_maps(model, tokenizer, text):
-    batch = tokenizer(text)  # (1, seq) tensors
+def _attention_maps(model, tokenizer, text, pair=None):
+    batch = tokenizer(text) if pair is None else tokenizer(text, pairs=pair)  # (1, seq) tensors
     device = next(model.parameters()).device
     with torch.no_grad():
         out = model(

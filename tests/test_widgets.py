@@ -563,6 +563,24 @@ def test_attention_explorer_draws_exactly_attention_maps(pretrained, attention_e
     assert explorer.attentions_for(text)[1][4] is explorer.drawn["matrix"]  # kept, not run again
 
 
+def test_attention_explorer_reads_a_sentence_pair_with_its_segments(pretrained):
+    model, tok = pretrained
+    text, pair = "The cat sat on the mat.", "It was very comfortable."
+    explorer = AttentionExplorer(model, tok, text=text, pair=pair, layer=0, head=5)
+    tokens, maps = experiments.attention_maps(model, tok, text, pair)
+    batch = tok(text, pairs=pair)
+    with torch.no_grad():
+        expected = model(**batch, output_attentions=True).attentions[0][0, 5]  # segment ids 0 and 1
+    assert explorer.drawn["tokens"] == tokens and tokens.count("[SEP]") == 2
+    assert torch.equal(explorer.drawn["matrix"], maps[0][5])
+    torch.testing.assert_close(explorer.drawn["matrix"], expected)
+    assert explorer.drawn["pair"] == pair
+    explorer.pair.value = ""  # one sentence again
+    assert explorer.drawn["tokens"].count("[SEP]") == 1
+    with pytest.raises(TypeError, match="`pair` must be a string"):
+        experiments.attention_maps(model, tok, text, ["two"])
+
+
 def test_attention_explorer_runs_the_model_once_per_text(pretrained):
     model, tok = pretrained
     calls = []

@@ -379,13 +379,15 @@ class AttentionExplorer(_Explorer):
     ``bertcourse.experiments.attention_maps``; the maps are kept, so moving the sliders or
     switching views does not run it again.
 
-    Controls: ``text`` (press Enter to run), ``layer``, ``head``, ``view`` ("heatmap",
-    "head view" or "all heads" of the layer), ``average_heads`` (the mean over the heads).
+    Controls: ``text`` (press Enter to run), ``pair`` (an optional second sentence: the
+    model then reads ``[CLS] text [SEP] pair [SEP]`` with segment ids 0 and 1; empty for one
+    sentence), ``layer``, ``head``, ``view`` ("heatmap", "head view" or "all heads" of the
+    layer), ``average_heads`` (the mean over the heads).
     A control that does not apply to what is shown is greyed out, and ``note`` (a label
     beside it) says why. ``drawn``: matrix -- exactly ``out.attentions[layer][0, head]``, or
     its mean over heads (seq, seq), or ``out.attentions[layer][0]`` (heads, seq, seq) for
     "all heads" --, tokens, layer, head (None when averaged or all heads are shown), view,
-    note (the label's text), title, figure.
+    note (the label's text), pair, title, figure.
     """
 
     VIEWS = ("heatmap", "head view", "all heads")
@@ -402,18 +404,28 @@ class AttentionExplorer(_Explorer):
         head: int = 0,
         view: str = "heatmap",
         average_heads: bool = False,
+        pair: str = "",
     ):
         if view not in self.VIEWS:
             raise ValueError(f"`view` must be one of {self.VIEWS}, got {view!r}.")
+        if not isinstance(pair, str):
+            raise TypeError(f"`pair` must be a string (empty for one sentence), got {pair!r}.")
         self.model = model
         self.tokenizer = tokenizer
-        self._cache: dict[str, tuple[list[str], list[torch.Tensor]]] = {}
-        _, attentions = self.attentions_for(text)  # refuses a model in training mode, or one with no maps
+        self._cache: dict[tuple[str, str], tuple[list[str], list[torch.Tensor]]] = {}
+        _, attentions = self.attentions_for(text, pair)  # refuses a model in training mode, or one with no maps
         num_layers, num_heads = len(attentions), attentions[0].shape[0]
         _require_in_range("layer", layer, 0, num_layers - 1)
         _require_in_range("head", head, 0, num_heads - 1)
         self.text = widgets.Text(
             value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
+        )
+        self.pair = widgets.Text(
+            value=pair,
+            description="sentence B",
+            placeholder="optional: a second sentence, read as segment B",
+            continuous_update=False,
+            layout=widgets.Layout(width="640px"),
         )
         self.layer = widgets.IntSlider(
             value=layer, min=0, max=num_layers - 1, description="layer", continuous_update=False
@@ -424,26 +436,34 @@ class AttentionExplorer(_Explorer):
         self.note = widgets.Label(value="")
         controls = {
             "text": self.text,
+            "pair": self.pair,
             "layer": self.layer,
             "head": self.head,
             "view": self.view,
             "average_heads": self.average_heads,
         }
         wrap = widgets.Layout(flex_flow="row wrap", align_items="center")  # the note moves below on a narrow screen
-        rows = [self.text, widgets.HBox([self.layer, self.head, self.average_heads, self.note], layout=wrap), self.view]
+        rows = [
+            self.text,
+            self.pair,
+            widgets.HBox([self.layer, self.head, self.average_heads, self.note], layout=wrap),
+            self.view,
+        ]
         self._assemble(controls, rows)
 
-    def attentions_for(self, text: str) -> tuple[list[str], list[torch.Tensor]]:
-        """(tokens, one (heads, seq, seq) CPU tensor per layer) for ``text``; the model runs once per text."""
-        if text not in self._cache:
-            measured = attention_maps(self.model, self.tokenizer, text)
+    def attentions_for(self, text: str, pair: str = "") -> tuple[list[str], list[torch.Tensor]]:
+        """(tokens, one (heads, seq, seq) CPU tensor per layer) for ``text`` (and ``pair``, when not empty);
+        the model runs once per input."""
+        key = (text, pair)
+        if key not in self._cache:
+            measured = attention_maps(self.model, self.tokenizer, text, pair or None)
             if len(self._cache) >= self.CACHED_TEXTS:
-                del self._cache[next(iter(self._cache))]  # forget the oldest sentence
-            self._cache[text] = measured
-        return self._cache[text]
+                del self._cache[next(iter(self._cache))]  # forget the oldest input
+            self._cache[key] = measured
+        return self._cache[key]
 
-    def _draw(self, text: str, layer: int, head: int, view: str, average_heads: bool) -> dict:
-        tokens, attentions = self.attentions_for(text)
+    def _draw(self, text: str, pair: str, layer: int, head: int, view: str, average_heads: bool) -> dict:
+        tokens, attentions = self.attentions_for(text, pair)
         layer_maps = attentions[layer]  # (heads, seq, seq)
         all_heads = view == "all heads"
         self.head.disabled = average_heads or all_heads
@@ -469,6 +489,7 @@ class AttentionExplorer(_Explorer):
             "head": shown_head,
             "view": view,
             "note": self.note.value,
+            "pair": pair,
             "title": title,
             "figure": figure,
         }
