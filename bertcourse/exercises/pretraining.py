@@ -236,12 +236,15 @@ TRUNCATE_PAIR = Exercise(
         ),
         Mistake(
             "the starts cut instead of the ends",
-            "keep the beginnings, `a[:len_a]`: the end of A is what leads into B.",
+            (
+                "this exercise asks for the deterministic rule that keeps the beginnings, `a[:len_a]` "
+                "(fine-tuning's `longest_first`); BERT's pretraining script cuts the front or the back at random."
+            ),
             _truncate_the_starts,
         ),
         Mistake(
             "A cut on a tie",
-            "when both are equally long, BERT's rule cuts B (`if len_a > len_b: cut a, else: cut b`).",
+            "when both are equally long, the course's rule cuts B (`if len_a > len_b: cut a, else: cut b`).",
             _truncate_a_on_a_tie,
         ),
         Mistake(
