@@ -280,6 +280,23 @@ def test_positional_explorer_highlights_the_row_and_column_of_the_table():
     np.testing.assert_allclose(vector_line.get_ydata(), table[10].numpy())
 
 
+def test_positional_explorer_offset_turns_a_feature_pair_by_the_same_angle_from_any_start():
+    explorer = PositionalEncodingExplorer(position=10, dimension=4, offset=5)
+    drawn = explorer.drawn
+    omega = 1 / 10000 ** (4 / 64)  # pair 2 of a 64-wide table
+    assert drawn["offset"] == 5 and drawn["angle"] == pytest.approx(5 * omega)
+    table = drawn["matrix"]
+    assert_close(drawn["pair_points"][0], table[[10, 15]][:, 4:6])  # (sin, cos) of pair 2 at positions 10 and 15
+    assert_close(drawn["pair_points"][1], table[[0, 5]][:, 4:6])  # and at 0 and 5
+    for before, after in drawn["pair_points"]:  # the same turn from either start
+        turned = math.atan2(before[0], before[1]) - math.atan2(after[0], after[1])
+        assert math.cos(turned) == pytest.approx(math.cos(drawn["angle"]), abs=1e-5)
+    circle = positional_axes(drawn)[f"offset k = 5: pair 2 turns by {math.degrees(5 * omega):.1f}°"]
+    assert circle.get_xlabel() == "dimension 4 (sin)"
+    explorer.offset.value = 0
+    assert_close(explorer.drawn["pair_points"][:, 0], explorer.drawn["pair_points"][:, 1])  # no offset, no turn
+
+
 def test_positional_explorer_sliders_move_the_highlight():
     explorer = PositionalEncodingExplorer(max_len=50, d_model=64)
     table = bc.sinusoidal_position_encoding(50, 64)

@@ -194,28 +194,39 @@ class PositionalEncodingExplorer(_Explorer):
     the wave, where a slow one does: dimension 60 turns only 1.5% of a full wave in 512
     positions); below them, the position's whole vector.
 
-    Controls: ``position`` (0 ... max_len - 1; redrawn when the slider is released) and
-    ``dimension`` (0 ... d_model - 1). ``drawn``: matrix (max_len, d_model) the whole table,
+    Bottom right, the offset of notebook 04's section 2: the dimension's pair (2i, 2i + 1)
+    as a point on the unit circle at the position and at the position + ``offset``, and at 0
+    and ``offset``: both turn by the same angle k omega_i, whatever the start.
+
+    Controls: ``position`` (0 ... max_len - 1; redrawn when the slider is released),
+    ``dimension`` (0 ... d_model - 1) and ``offset`` (k, 0 ... 64).
+    ``drawn``: matrix (max_len, d_model) the whole table,
     row (d_model,) the position's vector, column (max_len,) the dimension's wave, value
     (their crossing), position, dimension, wavelength (positions per turn, from
     ``bertcourse.experiments.sinusoid_wavelength``), turns (max_len / wavelength), window
-    (the range of positions of the near view), title, figure.
+    (the range of positions of the near view), offset, angle (k omega_i, radians),
+    pair_points (2, 2, 2): for the position and for 0, the (sin, cos) of the pair before and
+    after the offset, title, figure.
     """
 
     WINDOW = 49  # positions in the near view: the position and 24 on each side
 
-    def __init__(self, max_len: int = 512, d_model: int = 64, position: int = 10, dimension: int = 4):
+    MAX_OFFSET = 64
+
+    def __init__(self, max_len: int = 512, d_model: int = 64, position: int = 10, dimension: int = 4, offset: int = 5):
         self.table = sinusoidal_position_encoding(max_len, d_model)  # (max_len, d_model)
         _require_in_range("position", position, 0, max_len - 1)
         _require_in_range("dimension", dimension, 0, d_model - 1)
+        _require_in_range("offset", offset, 0, self.MAX_OFFSET)
         self.position = widgets.IntSlider(
             value=position, min=0, max=max_len - 1, description="position", continuous_update=False
         )
         self.dimension = widgets.IntSlider(value=dimension, min=0, max=d_model - 1, description="dimension")
-        controls = {"position": self.position, "dimension": self.dimension}
-        self._assemble(controls, [widgets.HBox([self.position, self.dimension])])
+        self.offset = widgets.IntSlider(value=offset, min=0, max=self.MAX_OFFSET, description="offset k")
+        controls = {"position": self.position, "dimension": self.dimension, "offset": self.offset}
+        self._assemble(controls, [widgets.HBox([self.position, self.dimension, self.offset])])
 
-    def _draw(self, position: int, dimension: int) -> dict:
+    def _draw(self, position: int, dimension: int, offset: int) -> dict:
         max_len, d_model = self.table.shape
         row = self.table[position]  # (d_model,)
         column = self.table[:, dimension]  # (max_len,)
@@ -246,12 +257,38 @@ class PositionalEncodingExplorer(_Explorer):
         ax_all.set_title(f"over all {max_len} positions: {turns:.3g} turns")
         ax_all.set_xlabel("position")
         ax_all.set_ylabel("value (scale fitted)")
-        ax_vector = figure.add_subplot(grid[1, 1:])
+        ax_vector = figure.add_subplot(grid[1, 1])
         ax_vector.plot(range(d_model), row.numpy(), ".-", color="tab:green")
         ax_vector.plot([dimension], [value], "o", color="black")
         ax_vector.set_title(f"position {position}: its vector")
         ax_vector.set_xlabel("dimension")
         ax_vector.set_ylabel("value")
+        # the pair (2i, 2i + 1) of the dimension as a point on the unit circle, at p and at p + k: a turn by k omega_i
+        pair = dimension // 2
+        omega = 1.0 / 10000.0 ** (2 * pair / d_model)
+        angle = offset * omega  # radians: the same for every starting position
+        starts = torch.tensor([float(position), 0.0])  # (2,): the chosen position, and position 0 for comparison
+        ends = starts + offset
+        pair_points = torch.stack(
+            [torch.stack([torch.sin(t * omega), torch.cos(t * omega)], dim=-1) for t in (starts, ends)], dim=1
+        )  # (2 starts, 2 points, 2 coordinates): (sin, cos) of pair i at p and p + k
+        ax_circle = figure.add_subplot(grid[1, 2])
+        circle = torch.linspace(0, 2 * math.pi, 200)
+        ax_circle.plot(torch.sin(circle).numpy(), torch.cos(circle).numpy(), color="lightgray")
+        for (before, after), color, label in zip(
+            pair_points, ("black", "tab:gray"), (f"{position} → {position + offset}", f"0 → {offset}"), strict=True
+        ):
+            ax_circle.annotate(
+                "", xy=after.tolist(), xytext=before.tolist(), arrowprops={"arrowstyle": "->", "color": color}
+            )
+            ax_circle.plot(*before.tolist(), "o", color=color, label=label)
+        ax_circle.set_aspect("equal")
+        ax_circle.set_xlim(-1.25, 1.25)
+        ax_circle.set_ylim(-1.25, 1.25)
+        ax_circle.set_xlabel(f"dimension {2 * pair} (sin)")
+        ax_circle.set_ylabel(f"dimension {2 * pair + 1} (cos)")
+        ax_circle.set_title(f"offset k = {offset}: pair {pair} turns by {math.degrees(angle) % 360:.1f}°")
+        ax_circle.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside, not on, the arrows
         figure.suptitle(title)
         return {
             "matrix": self.table,
@@ -263,6 +300,9 @@ class PositionalEncodingExplorer(_Explorer):
             "wavelength": wavelength,
             "turns": turns,
             "window": window,
+            "offset": offset,
+            "angle": angle,
+            "pair_points": pair_points,
             "title": title,
             "figure": figure,
         }
