@@ -297,6 +297,69 @@ def _require_word_ids(word_ids) -> list:
     return list(word_ids)
 
 
+# --- the sentence head by hand, and predictions in eval mode -------------------------------------
+
+
+def classification_logits(
+    hidden_states: torch.Tensor,
+    pooler_weight: torch.Tensor,
+    pooler_bias: torch.Tensor,
+    classifier_weight: torch.Tensor,
+    classifier_bias: torch.Tensor,
+) -> torch.Tensor:
+    """BERT's sentence head in eval mode, from the encoder's last hidden states: (..., seq, hidden) -> (..., labels).
+
+    The pooler reads the first token, [CLS]: p = tanh(W_p h_[CLS] + b_p); the classifier is one linear
+    layer on p (its dropout does nothing in eval mode). Weights are stored as ``nn.Linear`` stores them,
+    (out_features, in_features).
+    """
+    require_float_tensor("hidden_states", hidden_states, min_dim=2)
+    hidden = hidden_states.shape[-1]
+    expected = {
+        "pooler_weight": (pooler_weight, (hidden, hidden)),
+        "pooler_bias": (pooler_bias, (hidden,)),
+        "classifier_bias": (classifier_bias, (classifier_weight.shape[0],) if classifier_weight.dim() == 2 else None),
+    }
+    require_float_tensor("classifier_weight", classifier_weight, ndim=2)
+    if classifier_weight.shape[1] != hidden:
+        raise ValueError(f"`classifier_weight` must be (num_labels, {hidden}), got {describe(classifier_weight)}.")
+    for name, (tensor, shape) in expected.items():
+        require_float_tensor(name, tensor)
+        if tuple(tensor.shape) != shape:
+            raise ValueError(f"`{name}` must have the shape {shape}, got {describe(tensor)}.")
+    return _classification_logits(hidden_states, pooler_weight, pooler_bias, classifier_weight, classifier_bias)
+
+
+def _classification_logits(hidden_states, pooler_weight, pooler_bias, classifier_weight, classifier_bias):
+    cls = hidden_states[..., 0, :]  # (..., hidden): the [CLS] token's vector
+    pooled = torch.tanh(cls @ pooler_weight.T + pooler_bias)  # (..., hidden): the pooler
+    return pooled @ classifier_weight.T + classifier_bias  # (..., num_labels): dropout is the identity in eval mode
+
+
+def predict_labels(model: nn.Module, batches) -> torch.Tensor:
+    """The predicted label of every example of ``batches`` (dicts of the model's inputs), in order: a long tensor (n,).
+
+    In eval mode (dropout off) and without gradients; the model is given back in the mode it was in.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module (a classifier), got {describe(model)}.")
+    batches = list(batches)
+    if not batches or not all(isinstance(batch, dict) for batch in batches):
+        raise ValueError(f"`batches` must be a non-empty list of dicts of model inputs, got {describe(batches)}.")
+    return _predict_labels(model, batches)
+
+
+def _predict_labels(model, batches):
+    was_training = model.training
+    model.eval()  # dropout off: the model we judge is the model we will use
+    try:
+        with torch.no_grad():  # no graph to build: nothing will call backward
+            predictions = [model(**batch).logits.argmax(dim=-1) for batch in batches]  # each (batch,)
+    finally:
+        model.train(was_training)  # give the model back as we found it
+    return torch.cat(predictions)  # (n,)
+
+
 # --- answer spans --------------------------------------------------------------------------------
 
 

@@ -60,7 +60,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import describe, is_int, require_float_tensor, require_positive_int
+from ._validation import counted, describe, is_int, require_float_tensor, require_positive_int
 from .corpus import LABELS, split_sentences
 from .finetuning import IGNORE_INDEX, align_word_labels, best_span
 from .long_inputs.windows import check_window, window_spans
@@ -377,6 +377,63 @@ class TaggingCollator:
         return batch
 
 
+def name_spans(labels) -> set[tuple[int, int]]:
+    """The names in one sentence's word labels (0 O, 1 B-NAME, 2 I-NAME; -100, a word not judged, read as O):
+    the set of (first word, last word) spans. An I-NAME with no name before it starts one, as CoNLL's
+    ``conlleval`` reads it."""
+    spans, start = set(), None
+    for i, label in enumerate([*labels, 0]):  # a final O closes the last name
+        if label == 1 or (label == 2 and start is None):
+            if start is not None:
+                spans.add((start, i - 1))
+            start = i
+        elif label != 2:
+            if start is not None:
+                spans.add((start, i - 1))
+            start = None
+    return spans
+
+
+def entity_scores(true_labels, predicted_labels) -> dict[str, float]:
+    """Entity-level precision, recall and F1 (CoNLL's): a predicted name counts only if its first and last word
+    are exactly a true name's. ``true_labels``, ``predicted_labels``: one list of word labels per sentence;
+    a prediction on a word whose truth is -100 is not judged (read as O)."""
+    found = real = correct = 0
+    for truth, predicted in zip(true_labels, predicted_labels, strict=True):
+        predicted = [0 if y < 0 else p for y, p in zip(truth, predicted, strict=True)]
+        true_names, predicted_names = name_spans(truth), name_spans(predicted)
+        found, real, correct = (
+            found + len(predicted_names),
+            real + len(true_names),
+            correct + len(true_names & predicted_names),
+        )
+    precision, recall = correct / max(found, 1), correct / max(real, 1)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "names": real, "found": found, "correct": correct}
+
+
+def _answer_tokens(text: str) -> list[str]:
+    """SQuAD's normalisation: lowercase, no punctuation, no articles (a, an, the), split on white space."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return [word for word in text.split() if word not in ("a", "an", "the")]
+
+
+_PUNCTUATION = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def answer_f1(prediction: str, truth: str) -> float:
+    """SQuAD's token F1 between a predicted answer and the true one: the overlap of their (normalised) words,
+    so "Bret" against "Bret Packard" scores 0.67 where exact match scores 0."""
+    predicted, true = _answer_tokens(prediction), _answer_tokens(truth)
+    if not predicted or not true:
+        return float(predicted == true)
+    common = sum((Counter(predicted) & Counter(true)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(true)
+    return 2 * precision * recall / (precision + recall)
+
+
 # --- question answering: who-questions ----------------------------------------------------------
 
 
@@ -483,9 +540,11 @@ def question_windows(
     c = engine.encode(context, add_special_tokens=False)
     window = max_length - len(q.ids) - 3  # [CLS] question [SEP] window [SEP]
     if window < 2:
+        room = max(window, 0)
         raise ValueError(
-            f"the question has {len(q.ids)} word pieces, which leaves {window} of max_length={max_length} for "
-            "the passage ([CLS], [SEP] and [SEP] take 3): shorten the question or raise `max_length`."
+            f"the question has {counted(len(q.ids), 'word piece')}; with [CLS], [SEP] and [SEP] that is "
+            f"{len(q.ids) + 3} of max_length={max_length}, which leaves {counted(room, 'piece')} for the passage "
+            f"(a window needs at least 2): shorten the question or raise `max_length` to at least {len(q.ids) + 5}."
         )
     stride = max(window * 3 // 4, 1) if stride is None else stride
     check_window(window, stride)
