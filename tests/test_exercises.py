@@ -51,7 +51,7 @@ NOTEBOOK_EXERCISES = {
     "07": ["mlm_head", "hf_to_ours", "count_parameters"],
     "08": ["role_score", "attention_rollout", "mean_pooling"],
     "09": list(registry.NOTEBOOK_ASKS["09"]),
-    "10": ["align_word_labels", "best_span"],
+    "10": ["classification_logits", "choose_on_dev", "predict_labels"],
     "11": ["window_spans", "merge_softmax_blocks", "local_global_mask"],
     "12": ["average_gradients", "scaler_update"],
 }

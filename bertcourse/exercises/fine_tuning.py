@@ -1,6 +1,12 @@
-"""Exercises of notebook 10: ``align_word_labels`` and ``best_span``.
+"""Exercises of notebook 10: ``classification_logits``, ``choose_on_dev``, ``predict_labels``, ``align_word_labels``
+and ``best_span``.
 
-Their mistakes are the word-piece slips of fine-tuning: a word's label copied onto every piece (or
+The first three are the core of fine-tuning a classifier. Their mistakes: the head read from the mean of
+the tokens, the last token or the raw [CLS] vector instead of the pooler, the pooler without its tanh or
+with its weight untransposed, probabilities returned for logits; a learning rate chosen on the test set
+or on one lucky run, the dev accuracy (or the best seed's test accuracy) reported; predictions made with
+dropout still on, the batch's own labels returned, the argmax over the wrong axis, one batch forgotten.
+The last two are the word-piece slips of fine-tuning: a word's label copied onto every piece (or
 put on its last piece), special tokens labelled as words, labels read by piece position instead of
 by word; an answer decoded from two separate argmaxes (its end may come before its start), without
 a maximum length or one token too long, spilling into the question, a one-token answer refused, an
@@ -11,10 +17,373 @@ from __future__ import annotations
 
 import torch
 
-from ..finetuning import align_word_labels, best_span
+from ..config import BertConfig
+from ..finetuning import (
+    BertForSequenceClassification,
+    align_word_labels,
+    best_span,
+    classification_logits,
+    predict_labels,
+)
+from ..finetuning_table import choose_on_dev
 from ..heads import IGNORE_INDEX
 from .random_inputs import _randn
 from .records import Case, Exercise, Mistake
+
+# --- classification_logits ---------------------------------------------------------------------
+
+
+def _head_case(g, shape, num_labels):
+    hidden = shape[-1]
+    return (
+        _randn(g, *shape),
+        _randn(g, hidden, hidden) / hidden**0.5 * 2,  # pre-activations of about unit size: tanh is not linear there
+        _randn(g, hidden) * 0.5,
+        _randn(g, num_labels, hidden),
+        _randn(g, num_labels),
+    )
+
+
+def _head_cases(g):
+    return [
+        Case("a batch of 3 reviews of 5 tokens, hidden 8, 2 labels", _head_case(g, (3, 5, 8), 2), ("batched",)),
+        Case("one review of 6 tokens (seq, hidden), hidden 8, 2 labels", _head_case(g, (6, 8), 2), ("unbatched",)),
+        Case("a batch of 2 of 4 tokens, hidden 6, 3 labels", _head_case(g, (2, 4, 6), 3), ("batched", "non-square")),
+    ]
+
+
+def _head(vector, pooler_weight, pooler_bias, classifier_weight, classifier_bias, activation=torch.tanh):
+    return activation(vector @ pooler_weight.T + pooler_bias) @ classifier_weight.T + classifier_bias
+
+
+def _head_mean_of_tokens(hidden_states, pooler_weight, pooler_bias, classifier_weight, classifier_bias):
+    return _head(hidden_states.mean(dim=-2), pooler_weight, pooler_bias, classifier_weight, classifier_bias)
+
+
+def _head_last_token(hidden_states, pooler_weight, pooler_bias, classifier_weight, classifier_bias):
+    return _head(hidden_states[..., -1, :], pooler_weight, pooler_bias, classifier_weight, classifier_bias)
+
+
+def _head_no_tanh(hidden_states, pooler_weight, pooler_bias, classifier_weight, classifier_bias):
+    cls = hidden_states[..., 0, :]
+    return _head(cls, pooler_weight, pooler_bias, classifier_weight, classifier_bias, activation=lambda x: x)
+
+
+def _head_no_pooler(hidden_states, pooler_weight, pooler_bias, classifier_weight, classifier_bias):
+    return hidden_states[..., 0, :] @ classifier_weight.T + classifier_bias
+
+
+def _head_pooler_not_transposed(hidden_states, pooler_weight, pooler_bias, classifier_weight, classifier_bias):
+    return _head(hidden_states[..., 0, :], pooler_weight.T, pooler_bias, classifier_weight, classifier_bias)
+
+
+def _head_softmax(hidden_states, pooler_weight, pooler_bias, classifier_weight, classifier_bias):
+    return classification_logits(hidden_states, pooler_weight, pooler_bias, classifier_weight, classifier_bias).softmax(
+        dim=-1
+    )
+
+
+CLASSIFICATION_LOGITS = Exercise(
+    name="classification_logits",
+    reference=classification_logits,
+    prompt="your function receives `hidden_states`, the encoder's last hidden states (batch, seq, hidden) or "
+    "(seq, hidden), and the head's weights as `nn.Linear` stores them: `pooler_weight` (hidden, hidden), "
+    "`pooler_bias` (hidden,), `classifier_weight` (num_labels, hidden), `classifier_bias` (num_labels,); it "
+    "returns the logits of BERT's sentence classifier in eval mode, (batch, num_labels) or (num_labels,).",
+    start="section 2 wrote the head as two formulas: find which position of `hidden_states` the first one reads.",
+    make_cases=_head_cases,
+    axes={"": ("labels",)},
+    notebook="10",
+    mistakes=(
+        Mistake(
+            "the mean of the token vectors instead of the [CLS] vector",
+            "mean pooling is what the frozen MiniLM was read with; BERT's pooler reads one vector, the first "
+            "token's, `hidden_states[..., 0, :]`.",
+            _head_mean_of_tokens,
+        ),
+        Mistake(
+            "the last token's vector",
+            "[CLS] is the *first* token of `[CLS] A [SEP]`; the last one is [SEP] (or padding).",
+            _head_last_token,
+        ),
+        Mistake(
+            "the pooler without its tanh",
+            "the pooled vector is tanh(W_p h + b_p): the squashing is part of BERT's pooler.",
+            _head_no_tanh,
+        ),
+        Mistake(
+            "the classifier on the raw [CLS] vector, without the pooler",
+            "BERT's classifier reads the pooled vector, not h_[CLS] itself: apply the pooler first.",
+            _head_no_pooler,
+        ),
+        Mistake(
+            "the pooler's weight used untransposed",
+            "`nn.Linear` stores its weight as (out, in) and computes x @ W.T + b; the pooler's square weight "
+            "fits either way, so only the numbers show it.",
+            _head_pooler_not_transposed,
+        ),
+        Mistake(
+            "probabilities instead of logits",
+            "return the scores before any softmax: the loss (cross-entropy) takes logits.",
+            _head_softmax,
+        ),
+    ),
+)
+
+# --- choose_on_dev -------------------------------------------------------------------------------
+
+
+def _runs(table):
+    """(lr, seed, dev, test) rows -> the list of dicts the exercise receives."""
+    return [{"lr": lr, "seed": seed, "dev": dev, "test": test} for lr, seed, dev, test in table]
+
+
+def _choose_cases(g):
+    return [
+        Case(
+            "three rates, three seeds each: 3e-4 is best on dev on average, 1e-3 on test, one 1e-3 run on dev",
+            (
+                _runs(
+                    [
+                        (1e-4, 0, 0.70, 0.69),
+                        (1e-4, 1, 0.71, 0.70),
+                        (1e-4, 2, 0.69, 0.70),
+                        (3e-4, 0, 0.76, 0.74),
+                        (3e-4, 1, 0.75, 0.72),
+                        (3e-4, 2, 0.77, 0.75),
+                        (1e-3, 0, 0.79, 0.77),
+                        (1e-3, 1, 0.66, 0.76),
+                        (1e-3, 2, 0.70, 0.77),
+                    ]
+                ),
+            ),
+        ),
+        Case(
+            "two rates, two seeds, listed seed by seed: 1e-3 wins on dev, 3e-4 on test",
+            (
+                _runs(
+                    [
+                        (3e-4, 0, 0.60, 0.66),
+                        (1e-3, 0, 0.63, 0.61),
+                        (3e-4, 1, 0.62, 0.64),
+                        (1e-3, 1, 0.64, 0.59),
+                    ]
+                ),
+            ),
+        ),
+        Case(
+            "four rates, one seed each",
+            (_runs([(1e-5, 0, 0.58, 0.57), (3e-5, 0, 0.66, 0.68), (1e-4, 0, 0.71, 0.69), (3e-4, 0, 0.69, 0.72)]),),
+        ),
+    ]
+
+
+def _by_rate(runs):
+    groups = {}
+    for run in runs:
+        groups.setdefault(run["lr"], []).append(run)
+    return groups
+
+
+def _mean(values):
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def _choose_on_test(runs):
+    groups = _by_rate(runs)
+    chosen = max(groups, key=lambda lr: _mean(run["test"] for run in groups[lr]))
+    return chosen, _mean(run["test"] for run in groups[chosen])
+
+
+def _choose_best_single_run(runs):
+    chosen = max(runs, key=lambda run: run["dev"])["lr"]
+    return chosen, _mean(run["test"] for run in _by_rate(runs)[chosen])
+
+
+def _choose_reports_dev(runs):
+    chosen, _ = choose_on_dev(runs)
+    return chosen, _mean(run["dev"] for run in _by_rate(runs)[chosen])
+
+
+def _choose_reports_best_seed(runs):
+    chosen, _ = choose_on_dev(runs)
+    return chosen, max(run["test"] for run in _by_rate(runs)[chosen])
+
+
+def _choose_reports_every_rate(runs):
+    chosen, _ = choose_on_dev(runs)
+    return chosen, _mean(run["test"] for run in runs)
+
+
+def _choose_lowest_dev(runs):
+    groups = _by_rate(runs)
+    chosen = min(groups, key=lambda lr: _mean(run["dev"] for run in groups[lr]))
+    return chosen, _mean(run["test"] for run in groups[chosen])
+
+
+CHOOSE_ON_DEV = Exercise(
+    name="choose_on_dev",
+    reference=choose_on_dev,
+    prompt="your function receives `runs`, a list of dicts, one per fine-tuning run, each with the keys 'lr' (its "
+    "learning rate), 'seed', 'dev' and 'test' (its accuracy on the dev and on the test reviews); it returns a "
+    "tuple (the chosen learning rate, the accuracy to report for it), chosen and reported as section 5 did over "
+    "the seeds of each rate.",
+    start="group the runs by their 'lr' first; then ask which of the two sets may make the choice.",
+    make_cases=_choose_cases,
+    outputs=("learning rate", "reported accuracy"),
+    notebook="10",
+    mistakes=(
+        Mistake(
+            "the rate chosen on the test accuracy",
+            "the test set reports, it never chooses: a rate picked for its test accuracy has been tuned on the "
+            "test set, and its test figure flatters it. Choose on 'dev'.",
+            _choose_on_test,
+        ),
+        Mistake(
+            "the rate of the single best dev run",
+            "one run can be lucky: average each rate's dev accuracy over its seeds, then take the best mean.",
+            _choose_best_single_run,
+        ),
+        Mistake(
+            "the dev accuracy reported",
+            "the dev accuracy made the choice, so it is biased upwards; report the chosen rate's *test* accuracy.",
+            _choose_reports_dev,
+        ),
+        Mistake(
+            "the best seed's test accuracy reported",
+            "report the mean test accuracy over the chosen rate's seeds, not the luckiest one.",
+            _choose_reports_best_seed,
+        ),
+        Mistake(
+            "the test accuracy averaged over every rate",
+            "report the runs of the chosen rate only: the other rates are not the model you would use.",
+            _choose_reports_every_rate,
+        ),
+        Mistake(
+            "the rate of the lowest dev accuracy",
+            "take the highest mean dev *accuracy* (the lowest would be right for a dev *loss*).",
+            _choose_lowest_dev,
+        ),
+    ),
+)
+
+# --- predict_labels ------------------------------------------------------------------------------
+
+
+def _predict_model(training: bool):
+    config = BertConfig(
+        vocab_size=40,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        hidden_dropout_prob=0.5,  # large, so that dropout left on changes the answers
+    )
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config, num_labels=2)
+    with torch.no_grad():
+        model.classifier.weight.mul_(30.0)  # a decided classifier: labels vary from review to review
+    return model.train(training)
+
+
+def _predict_batches(g, sizes, seq=6):
+    batches = []
+    for size in sizes:
+        ids = torch.randint(5, 40, (size, seq), generator=g)
+        mask = torch.ones(size, seq, dtype=torch.long)
+        mask[0, seq - 2 :] = 0  # the first review of each batch is shorter: padded
+        ids[0, seq - 2 :] = 0
+        labels = torch.randint(0, 2, (size,), generator=g)
+        batches.append({"input_ids": ids, "attention_mask": mask, "labels": labels})
+    return batches
+
+
+def _predict_cases(g):
+    return [
+        Case("a model in eval mode, batches of 3 and 2 reviews", (_predict_model(False), _predict_batches(g, (3, 2)))),
+        Case(
+            "a model in training mode (as training leaves it), batches of 4, 4 and 1",
+            (_predict_model(True), _predict_batches(g, (4, 4, 1))),
+            ("batched",),
+        ),
+        Case(
+            "a model in training mode, one batch of 6", (_predict_model(True), _predict_batches(g, (6,))), ("batched",)
+        ),
+    ]
+
+
+def _predict_dropout_on(model, batches):
+    with torch.no_grad():
+        return torch.cat([model(**batch).logits.argmax(dim=-1) for batch in batches])
+
+
+def _predict_labels_of_the_batches(model, batches):
+    return torch.cat([batch["labels"] for batch in batches])
+
+
+def _predict_probabilities(model, batches):
+    model.eval()
+    with torch.no_grad():
+        return torch.cat([model(**batch).logits.softmax(dim=-1) for batch in batches])
+
+
+def _predict_argmax_over_examples(model, batches):
+    model.eval()
+    with torch.no_grad():
+        return torch.cat([model(**batch).logits.argmax(dim=0) for batch in batches])
+
+
+def _predict_last_batch_only(model, batches):
+    model.eval()
+    with torch.no_grad():
+        for batch in batches:
+            predictions = model(**batch).logits.argmax(dim=-1)
+    return predictions
+
+
+PREDICT_LABELS = Exercise(
+    name="predict_labels",
+    reference=predict_labels,
+    prompt="your function receives `model`, a sequence classifier (it may be in training mode, as "
+    "`training.train` leaves it), and `batches`, a list of dicts of the model's inputs (input_ids, "
+    "attention_mask, labels); it returns a long tensor (n,) with the predicted label of every example of "
+    "every batch, in order, computed as a judged model must be, without gradients, and leaves the model in "
+    "the mode it found it in.",
+    start="pitfall 2 showed what a model in training mode does to the same question asked twice.",
+    make_cases=_predict_cases,
+    axes={"": ("examples",)},
+    notebook="10",
+    mistakes=(
+        Mistake(
+            "dropout left on (no `model.eval()`)",
+            "in training mode dropout zeroes activations at random, so the predictions are noisy: call "
+            "`model.eval()` before predicting, and `model.train(was_training)` afterwards.",
+            _predict_dropout_on,
+        ),
+        Mistake(
+            "the batches' own labels returned",
+            "`batch['labels']` is the truth; the prediction is the argmax of the model's logits.",
+            _predict_labels_of_the_batches,
+        ),
+        Mistake(
+            "probabilities instead of labels",
+            "a label is one int per example: the argmax of the logits over the labels axis.",
+            _predict_probabilities,
+        ),
+        Mistake(
+            "the argmax over the examples instead of over the labels",
+            "logits are (batch, num_labels): take the argmax over the last axis, `dim=-1`.",
+            _predict_argmax_over_examples,
+        ),
+        Mistake(
+            "only the last batch predicted",
+            "collect every batch's predictions and join them (`torch.cat`), in order.",
+            _predict_last_batch_only,
+        ),
+    ),
+)
 
 # --- align_word_labels ---------------------------------------------------------------------------
 
