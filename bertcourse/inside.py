@@ -10,6 +10,10 @@ or a model that holds one as ``.bert``, such as ``BertForPreTraining``):
                          and the softmax over each row: *why* a head attends where it does. They are
                          rebuilt from the layer's input (the hidden states) with the layer's own
                          ``query`` and ``key`` maps, and agree with the model's attention maps.
+``head_directions``      the same scores in a basis the head itself defines: a single dimension of q
+                         means nothing (rotate q and k by one orthogonal matrix and every score stays),
+                         but the singular directions of the bilinear form W_Q W_K^T (bias included)
+                         do not depend on any choice of axes.
 ``head_role_scores``     how much of each head's attention goes to a role's target tokens (the previous
                          token, the next, [CLS], [SEP], the same word elsewhere, punctuation), pooled
                          over a set of sentences; ``role_score`` is the same for one attention map.
@@ -17,11 +21,20 @@ or a model that holds one as ``.bert``, such as ``BertForPreTraining``):
                          residual connection counted as half of each layer's mixing.
 ``token_removal_effect`` a perturbation test: drop one token (mask it out) and measure how far the
                          sentence embedding moves. Attention weights are not explanations; this is
-                         the measurement to hold them against.
+                         the measurement to hold them against. ``removal_effect`` removes a *set* of
+                         tokens at once, as keys, from the pooling, or both.
+``value_weighted_attention`` the value side (Kobayashi et al. 2020): what key j adds to query i's output is
+                         a_ij v_j W_O, so a large weight on a token whose v_j W_O is short adds little.
 ``heads_ablated``        a context in which some heads are silenced: their slice of the merged
                          context is zeroed before the output projection W_O, so W_O ignores them
-                         (Michel et al. 2019's head mask). ``ablation_effects`` measures, head by head
-                         and layer by layer, how far that moves the similarity of sentence pairs.
+                         (Michel et al. 2019's head mask), or replaced by its mean over a batch
+                         (mean-ablation). ``ablation_effects`` measures, head by head and layer by
+                         layer, how far that moves the similarity of sentence pairs, pair by pair.
+
+The sentences these measurements run on are data here, not in the notebook: ``PROBE_SENTENCES``
+(50 sentences, many with repeated words), ``ABLATION_PAIRS`` (24 sentence pairs: paraphrases, pairs
+on one topic that say different things, unrelated pairs) and ``WORD_PIECE_SENTENCES`` (20 sentences
+full of words the vocabulary splits into pieces).
 
 Everything is deterministic: no sampling, the model in ``eval()`` mode (these functions refuse a model
 in training mode, whose dropout would make every number random), and gradients off. The model is
@@ -51,6 +64,119 @@ from .pooling import _mean_pooling, _normalize
 
 ROLES = ("previous token", "next token", "[CLS]", "[SEP]", "same word elsewhere", "punctuation")
 SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]", "[MASK]"})
+
+
+# --- the sentences the measurements run on ----------------------------------------------------------
+
+# Short everyday sentences, many with a word that comes back ("the ... the"), for the head roles.
+PROBE_SENTENCES = (
+    "The cat sat on the mat, and the dog sat on the rug.",
+    "She said that she would call, but she never did.",
+    "A red car passed a blue car on the highway.",
+    "The book on the table is the book I wanted.",
+    "When the rain stopped, the children ran outside to play.",
+    "He bought apples, pears, and plums at the market.",
+    "My brother lives in Paris; my sister lives in Rome.",
+    "The teacher asked a question, and the students answered the question.",
+    "Is this the train to London, or is it the train to Leeds?",
+    "The old man and the old woman walked slowly home.",
+    "We planted trees in spring, and the trees grew quickly.",
+    "After dinner, we washed the dishes and dried the dishes.",
+    "The company hired ten engineers last year.",
+    "Please close the door when you leave the room.",
+    "The river flows north, then the river turns east.",
+    "I like coffee in the morning and tea in the evening.",
+    "The museum opens at nine and closes at five.",
+    "Birds sing at dawn; frogs sing at dusk.",
+    "The doctor told the patient to rest for a week.",
+    "The phone rang twice, then the phone stopped ringing.",
+    "Our team won the first game but lost the second game.",
+    "The storm knocked down power lines across the city.",
+    "Can you pass the salt, please?",
+    "The baker bakes bread every morning, and the bread sells out by noon.",
+    "A small boat crossed the lake at sunset.",
+    "The scientist repeated the experiment, and the experiment failed again.",
+    "They walked to the park, sat on a bench, and talked for hours.",
+    "The price of gold rose sharply this week.",
+    "Music played in the hall while guests danced in the hall.",
+    "The child drew a house, a tree, and a sun.",
+    "He opened the letter, read the letter, and smiled.",
+    "The train was late, so we missed the meeting.",
+    "Snow covered the mountains, and snow covered the valleys.",
+    "The chef tasted the soup and added more salt.",
+    "Every student must submit the essay by Friday.",
+    "The lights went out during the concert.",
+    "The farmer fed the cows, then the farmer fed the pigs.",
+    "Why did the chicken cross the road?",
+    "A good book is like a good friend.",
+    "The police stopped the car and checked the driver's papers.",
+    "The garden was full of roses, tulips, and daisies.",
+    "She painted the fence white, and he painted the door green.",
+    "The plane landed safely despite the strong wind.",
+    "Reading a map is easier than reading a chart.",
+    "The audience laughed when the actor forgot his line.",
+    "The store sells shoes, hats, and coats.",
+    "The kitten chased the ball until the ball rolled under the sofa.",
+    "Water boils at one hundred degrees.",
+    "The bridge was closed, so the cars took the long road.",
+    "I lost my keys, found my keys, and lost them again!",
+)
+
+# (sentence, sentence) pairs for head ablation: 8 paraphrases, 8 pairs on one topic that say different
+# things, 8 unrelated pairs, so that silencing a head can move a cosine up or down from any level.
+ABLATION_PAIRS = (
+    # paraphrases
+    ("How old are you?", "What is your age?"),
+    ("He is a physician.", "He works as a doctor."),
+    ("The cat is sleeping on the sofa.", "A kitten naps on the couch."),
+    ("Stock markets fell sharply today.", "Share prices dropped at the close."),
+    ("The train was cancelled because of the snow.", "Snow forced the railway to call off the train."),
+    ("She finished the report before lunch.", "The report was done by midday."),
+    ("The children are playing in the garden.", "Kids play outside in the yard."),
+    ("I can't find my keys anywhere.", "My keys are missing."),
+    # same topic, different claim
+    ("The restaurant was full on Friday night.", "The restaurant closed for good last year."),
+    ("He plays the piano every evening.", "He sold his old piano to a neighbour."),
+    ("The river flooded the town in spring.", "The town built a bridge over the river."),
+    ("Our team won the final match.", "Our team lost every match this season."),
+    ("The museum opens at nine.", "The museum is famous for its paintings."),
+    ("She bought a new phone yesterday.", "Her phone broke when she dropped it."),
+    ("The soup needs more salt.", "The soup was served cold."),
+    ("The plane landed safely in the storm.", "The storm delayed every flight today."),
+    # unrelated
+    ("A man is playing a guitar.", "The stock market fell."),
+    ("The baby is laughing at the dog.", "Interest rates rose by half a point."),
+    ("Water boils at one hundred degrees.", "She painted the fence green."),
+    ("The library lends books for free.", "A storm knocked down the power lines."),
+    ("He fixed the bicycle in the shed.", "The election results came in late."),
+    ("Please close the window.", "Tigers hunt mostly at night."),
+    ("The coffee machine is broken again.", "Mountains are covered in snow in winter."),
+    ("The exam starts at ten tomorrow.", "Bees make honey from flowers."),
+)
+
+# Sentences full of words the WordPiece vocabulary splits ("catalogue ##d", "un ##bel ##ie ##va ##bly").
+WORD_PIECE_SENTENCES = (
+    "The archaeologist catalogued the pottery shards.",
+    "Unbelievably, the reconfiguration succeeded.",
+    "The photosynthesis experiment needs sunlight.",
+    "My grandmother knits colourful scarves.",
+    "The hippopotamus wallowed in the riverbank mud.",
+    "Cryptocurrency exchanges were overwhelmed.",
+    "The veterinarian vaccinated the puppies.",
+    "Thermodynamics explains refrigerators.",
+    "The choreographer rehearsed tirelessly.",
+    "Biodegradable packaging reduces landfill waste.",
+    "The parliamentarians deliberated overnight.",
+    "Kaleidoscopes fascinate toddlers.",
+    "The meteorologist forecasted thunderstorms.",
+    "Her embroidery won the competition.",
+    "The saxophonist improvised beautifully.",
+    "Microorganisms decompose fallen leaves.",
+    "The lighthouse keeper rescued shipwrecked sailors.",
+    "Astronauts photographed the nebula.",
+    "The blacksmith hammered the horseshoe.",
+    "Entrepreneurs pitched their prototypes.",
+)
 
 
 # --- the model view and the neuron view ------------------------------------------------------------
@@ -83,7 +209,9 @@ class NeuronView:
 
     ``q`` and ``k`` are (seq, d_k); ``scores`` (seq, seq) is q k^T / sqrt(d_k), ``weights`` its
     softmax over each row (the head's attention map). ``product(i, j)`` is q_i * k_j element by
-    element (d_k,): its sum divided by sqrt(d_k) is ``scores[i, j]``.
+    element (d_k,): its sum divided by sqrt(d_k) is ``scores[i, j]``. ``q_directions`` and
+    ``k_directions`` (seq, d_k) are the same vectors in the head's own directions
+    (``head_directions``): ``product(i, j, basis="directions")`` sums to the same score.
     """
 
     tokens: list[str]
@@ -93,16 +221,26 @@ class NeuronView:
     k: torch.Tensor  # (seq, d_k)
     scores: torch.Tensor  # (seq, seq)
     weights: torch.Tensor  # (seq, seq)
+    q_directions: torch.Tensor  # (seq, d_k)
+    k_directions: torch.Tensor  # (seq, d_k)
 
     @property
     def d_k(self) -> int:
         return self.q.shape[-1]
 
-    def product(self, query: int, key: int) -> torch.Tensor:
-        """q_query * k_key, element by element: (d_k,). Positions count from 0 ([CLS])."""
+    def product(self, query: int, key: int, basis: str = "dimensions") -> torch.Tensor:
+        """q_query * k_key, element by element: (d_k,). Positions count from 0 ([CLS]).
+
+        ``basis="dimensions"`` multiplies the head's coordinates as the model computes them;
+        ``basis="directions"`` multiplies the coordinates along the head's singular directions.
+        """
         for name, position in (("query", query), ("key", key)):
             _require_index(name, position, len(self.tokens), "tokens")
-        return self.q[query] * self.k[key]  # (d_k,)
+        if basis == "dimensions":
+            return self.q[query] * self.k[key]  # (d_k,)
+        if basis == "directions":
+            return self.q_directions[query] * self.k_directions[key]  # (d_k,)
+        raise ValueError(f"`basis` must be 'dimensions' or 'directions', got {basis!r}.")
 
 
 def neuron_view(model, tokenizer, text: str, layer: int, head: int) -> NeuronView:
@@ -123,7 +261,42 @@ def neuron_view(model, tokenizer, text: str, layer: int, head: int) -> NeuronVie
         for encoder_layer in bert.encoder.layers[:layer]:
             x, _ = encoder_layer(x)  # (1, seq, hidden); one sentence, no padding, so no mask
         q, k, scores, weights = _query_key(bert.encoder.layers[layer], x, head)
-    return NeuronView(tokens, layer, head, q[0], k[0], scores[0], weights[0])
+    to_q, to_k, _ = head_directions(model, layer, head)
+    q, k = q[0], k[0]  # (seq, d_k) each
+    return NeuronView(tokens, layer, head, q, k, scores[0], weights[0], q @ to_q, k @ to_k)
+
+
+def head_directions(model, layer: int, head: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    r"""(to_q, to_k, strengths): the head's own directions, in which its scores are a sum of rank-1 parts.
+
+    A score is :math:`q_i \cdot k_j = \tilde x_i \tilde W_Q \tilde W_K^\top \tilde x_j^\top`, with
+    :math:`\tilde x = [x, 1]` and :math:`\tilde W = [W; b]` (hidden + 1, d_k): only the bilinear form
+    :math:`M = \tilde W_Q \tilde W_K^\top` is fixed by the model; rotating q and k by one orthogonal
+    matrix changes every coordinate and no score. Its singular value decomposition
+    :math:`M = \sum_r s_r u_r v_r^\top` is unique (up to signs), and in those directions a score is
+    :math:`\sum_r s_r (\tilde x_i \cdot u_r)(\tilde x_j \cdot v_r)`. ``q @ to_q`` and ``k @ to_k``
+    (d_k, d_k) give those coordinates, :math:`\sqrt{s_r}\,\tilde x \cdot u_r` and
+    :math:`\sqrt{s_r}\,\tilde x \cdot v_r`, strongest first, so that their element-wise product still
+    sums to :math:`q_i \cdot k_j`. ``strengths`` (d_k,) are the singular values :math:`s_r`.
+    """
+    bert = _bert_of(model)
+    _require_index("layer", layer, bert.config.num_hidden_layers, "layers")
+    _require_index("head", head, bert.config.num_attention_heads, "heads")
+    attention = bert.encoder.layers[layer].attention
+    d_k = bert.config.hidden_size // bert.config.num_attention_heads
+    rows = slice(head * d_k, (head + 1) * d_k)  # this head's outputs of the query and key maps
+    with torch.no_grad():
+        w_q = torch.cat(
+            [attention.query.weight[rows].T, attention.query.bias[None, rows]]
+        ).double()  # (hidden + 1, d_k)
+        w_k = torch.cat([attention.key.weight[rows].T, attention.key.bias[None, rows]]).double()  # (hidden + 1, d_k)
+        _, r_q = torch.linalg.qr(w_q)  # w_q = basis_q r_q, r_q (d_k, d_k)
+        _, r_k = torch.linalg.qr(w_k)
+        u, strengths, v_t = torch.linalg.svd(r_q @ r_k.T)  # M = basis_q (u diag(s) v^T) basis_k^T
+        to_q = torch.linalg.solve(r_q, u) * strengths.sqrt()  # (d_k, d_k): q -> sqrt(s_r) (x~ . u_r)
+        to_k = torch.linalg.solve(r_k, v_t.T) * strengths.sqrt()  # (d_k, d_k): k -> sqrt(s_r) (x~ . v_r)
+    dtype = attention.query.weight.dtype
+    return to_q.to(dtype), to_k.to(dtype), strengths.to(dtype)
 
 
 def _query_key(encoder_layer, layer_input, head):
@@ -146,10 +319,7 @@ def role_targets(tokens) -> dict[str, torch.Tensor]:
     or a ``##`` piece).  punctuation: every punctuation token. A query without targets (the first
     token has no previous one; most words occur once) takes no part in that role's score.
     """
-    if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
-        raise TypeError(f"`tokens` must be a list of token strings, got {describe(tokens)}.")
-    if not tokens:
-        raise ValueError("`tokens` is empty: pass the tokens of a sentence, [CLS] and [SEP] included.")
+    _check_tokens(tokens)
     n = len(tokens)
     positions = torch.arange(n)  # (seq,)
     is_cls = torch.tensor([t == "[CLS]" for t in tokens])  # (seq,)
@@ -166,6 +336,23 @@ def role_targets(tokens) -> dict[str, torch.Tensor]:
         "same word elsewhere": same_token & is_word[:, None] & (positions[None, :] != positions[:, None]),
         "punctuation": every_query & is_punctuation[None, :],
     }
+
+
+def word_piece_targets(tokens) -> torch.Tensor:
+    """A role of your own making: bool (seq, seq), True at (i, j) when j != i is another piece of i's word.
+
+    A word is a token that does not start with ``##`` followed by the ``##`` pieces after it
+    ("catalogue ##d"); a word of one piece, a special token or punctuation has no target.
+    """
+    _check_tokens(tokens)
+    return _word_piece_targets(tokens)
+
+
+def _word_piece_targets(tokens):
+    starts = torch.tensor([not token.startswith("##") for token in tokens])  # (seq,): a word begins here
+    word = starts.cumsum(dim=0)  # (seq,): which word each piece belongs to
+    positions = torch.arange(len(tokens))  # (seq,)
+    return (word[:, None] == word[None, :]) & (positions[:, None] != positions[None, :])  # (seq, seq)
 
 
 def role_score(attention: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -217,15 +404,21 @@ class HeadRoles:
         return layer, head, float(score[layer, head])
 
 
-def head_role_scores(model, tokenizer, sentences) -> HeadRoles:
-    """Score every head for every role of ``ROLES`` over ``sentences`` (a list of strings).
+def head_role_scores(model, tokenizer, sentences, roles=None) -> HeadRoles:
+    """Score every head for every role over ``sentences`` (a list of strings).
 
-    The sentences run as one padded batch; each role's score is the attention on its targets
-    summed over every counted query of every sentence, divided by the number of those queries
-    (``role_score`` pooled over sentences, so a long sentence counts by its queries).
+    ``roles`` maps a role's name to a function ``targets(tokens) -> bool (seq, seq)`` (your own
+    roles); None scores the six of ``ROLES`` with ``role_targets``. The sentences run as one padded
+    batch; each role's score is the attention on its targets summed over every counted query of
+    every sentence, divided by the number of those queries (``role_score`` pooled over sentences, so
+    a long sentence counts by its queries).
     """
     if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)) or not sentences:
         raise TypeError(f"`sentences` must be a non-empty list of strings, got {describe(sentences)}.")
+    if roles is None:
+        roles = {role: (lambda tokens, role=role: role_targets(tokens)[role]) for role in ROLES}
+    if not isinstance(roles, dict) or not roles or not all(callable(f) for f in roles.values()):
+        raise TypeError(f"`roles` must be a dict of name -> targets(tokens) functions, got {describe(roles)}.")
     token_lists = [sentence_tokens(model, tokenizer, text) for text in sentences]
     bert = _bert_of(model)
     batch = _on_device(tokenizer(list(sentences)), bert)
@@ -236,8 +429,8 @@ def head_role_scores(model, tokenizer, sentences) -> HeadRoles:
     real = batch["attention_mask"].bool()  # (batch, seq)
     uniform = real[:, None, :].expand(-1, seq, -1) / real.sum(dim=-1)[:, None, None]  # (batch, seq, seq)
     scores, uniform_scores, queries = {}, {}, {}
-    for role in ROLES:
-        targets = torch.stack([_padded(role_targets(tokens)[role], seq) for tokens in token_lists])
+    for role, make_targets in roles.items():
+        targets = torch.stack([_padded(_role_of(role, make_targets, tokens), seq) for tokens in token_lists])
         targets = targets.to(attentions.device)  # (batch, seq, seq)
         mass, counted = _role_mass(attentions, targets[:, None, None])  # (batch, layers, heads), (batch, 1, 1)
         uniform_mass, _ = _role_mass(uniform, targets)  # (batch,)
@@ -246,6 +439,23 @@ def head_role_scores(model, tokenizer, sentences) -> HeadRoles:
         uniform_scores[role] = float(uniform_mass.sum()) / max(total, 1)
         queries[role] = total
     return HeadRoles(scores, uniform_scores, queries)
+
+
+def _role_of(role, make_targets, tokens):
+    targets = make_targets(tokens)
+    n = len(tokens)
+    if not isinstance(targets, torch.Tensor) or targets.shape != (n, n):
+        raise ValueError(
+            f"role {role!r} must give a (seq, seq) = {(n, n)} tensor for {tokens}, got {describe(targets)}."
+        )
+    return targets.bool().cpu()
+
+
+def _check_tokens(tokens) -> None:
+    if isinstance(tokens, str) or not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
+        raise TypeError(f"`tokens` must be a list of token strings, got {describe(tokens)}.")
+    if not tokens:
+        raise ValueError("`tokens` is empty: pass the tokens of a sentence, [CLS] and [SEP] included.")
 
 
 def _padded(targets, seq):
@@ -357,6 +567,101 @@ def token_removal_effect(model, tokenizer, text: str) -> tuple[list[str], torch.
     return tokens, (1.0 - embeddings[1:] @ embeddings[0]).cpu()  # (seq,)
 
 
+def removal_effect(model, tokenizer, text: str, positions, *, as_key: bool = True, pooled: bool = True) -> float:
+    """1 - cos(embedding, embedding with the tokens at ``positions`` removed), all of them at once.
+
+    ``as_key``: no token may attend to them (``attention_mask`` 0 there); ``pooled``: the mean pooling
+    leaves them out. Both (the default) is ``token_removal_effect`` for a set of tokens; one alone
+    tells apart what a token gives as a key of attention from what it gives to the mean.
+    """
+    tokens = sentence_tokens(model, tokenizer, text)
+    if isinstance(positions, int) or not isinstance(positions, (list, tuple)) or not positions:
+        raise TypeError(f"`positions` must be a non-empty list of token positions, got {describe(positions)}.")
+    for position in positions:
+        _require_index("positions[...]", position, len(tokens), "tokens in this sentence")
+    if not (as_key or pooled):
+        raise ValueError("`as_key` and `pooled` are both False: nothing would be removed.")
+    bert = _bert_of(model)
+    batch = _on_device(tokenizer(text), bert)
+    full = torch.ones(1, len(tokens), dtype=torch.bool, device=batch["input_ids"].device)  # (1, seq)
+    removed = full.clone()
+    removed[0, list(positions)] = False  # (1, seq)
+    keys = torch.cat([full, removed if as_key else full])  # (2, seq): row 0 the sentence, row 1 without them
+    pooling = torch.cat([full, removed if pooled else full])  # (2, seq)
+    with torch.no_grad():
+        hidden = bert(
+            batch["input_ids"].expand(2, -1), attention_mask=keys, token_type_ids=batch["token_type_ids"].expand(2, -1)
+        ).last_hidden_state  # (2, seq, hidden)
+        embeddings = _normalize(_mean_pooling(hidden, pooling))  # (2, hidden), unit rows
+    return float(1.0 - embeddings[0] @ embeddings[1])
+
+
+def value_weighted_norms(attention: torch.Tensor, values: torch.Tensor, output_weight: torch.Tensor) -> torch.Tensor:
+    r"""How much key j adds to query i's output, head by head: :math:`\lVert a_{ij}\, v_j W_O^h \rVert`.
+
+    attention: (..., heads, seq, seq) weights; values: (..., heads, seq, d_k), the value vectors;
+    output_weight: (hidden, heads * d_k), the output projection's ``nn.Linear`` weight (out x in).
+    A head's output at query i is :math:`\sum_j a_{ij}\, v_j W_O^h` (its rows of W_O^T, the same
+    as its columns of the weight), so a big weight on a key whose :math:`v_j W_O^h` is short adds
+    little (Kobayashi et al. 2020). Returns (..., heads, seq, seq).
+    """
+    require_tensor("attention", attention, min_dim=3)
+    require_float_tensor("attention", attention)
+    require_tensor("values", values, min_dim=3)
+    require_float_tensor("values", values)
+    require_tensor("output_weight", output_weight, ndim=2)
+    heads, seq, d_k = values.shape[-3:]
+    if attention.shape[-3:] != (heads, seq, seq) or attention.shape[:-3] != values.shape[:-3]:
+        raise ValueError(
+            f"`attention` must be (..., heads, seq, seq) = (..., {heads}, {seq}, {seq}) to match `values` "
+            f"{tuple(values.shape)}, got {describe(attention)}."
+        )
+    if output_weight.shape[1] != heads * d_k:
+        raise ValueError(
+            f"`output_weight` must be (hidden, heads * d_k) = (hidden, {heads * d_k}), got {describe(output_weight)}."
+        )
+    return _value_weighted_norms(attention, values, output_weight)
+
+
+def _value_weighted_norms(attention, values, output_weight):
+    heads, d_k = values.shape[-3], values.shape[-1]
+    w_o = output_weight.T.reshape(heads, d_k, -1)  # (heads, d_k, hidden): head h's rows of W_O^T
+    transformed = values @ w_o  # (..., heads, seq, hidden): v_j W_O^h, what key j sends
+    return attention * transformed.norm(dim=-1)[..., None, :]  # (..., heads, seq, seq): a_ij ||v_j W_O^h||
+
+
+@dataclasses.dataclass
+class ValueWeighted:
+    """``value_weighted_attention``'s result, for a padded batch of sentences: ``weights`` and ``norms``
+    (batch, layers, heads, seq, seq), the attention weights a_ij and ||a_ij v_j W_O^h||; ``mask``
+    (batch, seq), True at real tokens; ``tokens`` one list per sentence."""
+
+    tokens: list[list[str]]
+    weights: torch.Tensor
+    norms: torch.Tensor
+    mask: torch.Tensor
+
+
+def value_weighted_attention(model, tokenizer, sentences) -> ValueWeighted:
+    """Every head's weights and value-weighted norms (``value_weighted_norms``) over ``sentences``, one batch."""
+    if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)) or not sentences:
+        raise TypeError(f"`sentences` must be a non-empty list of strings, got {describe(sentences)}.")
+    token_lists = [sentence_tokens(model, tokenizer, text) for text in sentences]
+    bert = _bert_of(model)
+    batch = _on_device(tokenizer(list(sentences)), bert)
+    with torch.no_grad():
+        out = bert(**batch, output_attentions=True, output_hidden_states=True)
+        norms = []
+        for layer, encoder_layer in enumerate(bert.encoder.layers):
+            attention = encoder_layer.attention
+            values = split_heads(
+                attention.value(out.hidden_states[layer]), attention.num_heads
+            )  # (batch, heads, seq, d_k)
+            norms.append(_value_weighted_norms(out.attentions[layer], values, attention.output.weight))
+    weights = torch.stack(out.attentions, dim=1).cpu()  # (batch, layers, heads, seq, seq)
+    return ValueWeighted(token_lists, weights, torch.stack(norms, dim=1).cpu(), batch["attention_mask"].bool().cpu())
+
+
 def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
     """Spearman's rank correlation of two 1-D tensors of the same length: 1 = the same order, -1 = reversed.
 
@@ -374,15 +679,25 @@ def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 @contextlib.contextmanager
-def heads_ablated(model, heads):
+def heads_ablated(model, heads, mean_of=None):
     """Inside ``with heads_ablated(model, [(layer, head), ...]):`` those heads contribute nothing.
 
     Each listed head's slice of the merged context (batch, seq, heads * d_k) is zeroed just before
     the output projection W_O, which is what a head mask of 0 does, and the same as zeroing that
-    head's columns of W_O. The weights are not touched; the hooks go when the block ends.
+    head's columns of W_O. With ``mean_of`` (a tokenizer batch), the slice is instead replaced by its
+    mean over the real tokens of that batch, run through the intact model (*mean-ablation*: the
+    head keeps its average contribution and loses only what depends on the input). The weights are
+    not touched; the hooks go when the block ends.
     """
     bert = _bert_of(model)
     heads = _checked_heads(heads, bert.config)
+    means = None if mean_of is None else _context_means(bert, _on_device(mean_of, bert))  # (layers, hidden)
+    with _ablation_hooks(bert, heads, means):
+        yield model
+
+
+@contextlib.contextmanager
+def _ablation_hooks(bert, heads, means):
     d_k = bert.config.hidden_size // bert.config.num_attention_heads
     keep = torch.ones(bert.config.num_hidden_layers, bert.config.hidden_size, dtype=torch.bool)
     for layer, head in heads:
@@ -391,38 +706,71 @@ def heads_ablated(model, heads):
     try:
         for layer in sorted({layer for layer, _ in heads}):
             output = bert.encoder.layers[layer].attention.output
-            hooks.append(output.register_forward_pre_hook(_zero_features(keep[layer].to(output.weight.device))))
-        yield model
+            fill = None if means is None else means[layer].to(output.weight.device)
+            hooks.append(
+                output.register_forward_pre_hook(_replace_features(keep[layer].to(output.weight.device), fill))
+            )
+        yield
     finally:
         for hook in hooks:
             hook.remove()
 
 
-def _zero_features(keep):
+def _replace_features(keep, fill):
     def hook(module, inputs):
         (context,) = inputs  # (batch, seq, heads * d_k): the heads side by side, before W_O
-        return (context * keep,)  # the silenced heads' features are 0
+        if fill is None:
+            return (context * keep,)  # the silenced heads' features are 0
+        return (torch.where(keep, context, fill),)  # the silenced heads' features are their mean
 
     return hook
 
 
+def _context_means(bert, batch) -> torch.Tensor:
+    """(layers, hidden): each layer's merged context (the input of W_O), averaged over the batch's real tokens."""
+    captured = []
+
+    def capture(module, inputs):
+        captured.append(inputs[0])  # (batch, seq, heads * d_k)
+
+    hooks = [layer.attention.output.register_forward_pre_hook(capture) for layer in bert.encoder.layers]
+    try:
+        with torch.no_grad():
+            bert(**batch)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    real = batch["attention_mask"].bool()  # (batch, seq)
+    return torch.stack([context[real].mean(dim=0) for context in captured])  # (layers, hidden)
+
+
 @dataclasses.dataclass
 class Ablation:
-    """``ablation_effects``' result: ``similarity`` (pairs,) is each pair's cosine with every head on;
-    ``per_head`` (layers, heads) and ``per_layer`` (layers,) the mean |change| of those cosines when one
-    head, or every head of one layer, is silenced."""
+    """``ablation_effects``' result. ``similarity`` (pairs,) is each pair's cosine with every head on;
+    ``changes`` (layers, heads, pairs) the signed change of each pair's cosine when one head is
+    silenced, ``layer_changes`` (layers, pairs) when every head of a layer is. ``per_head``
+    (layers, heads) and ``per_layer`` (layers,) are the mean |change| over the pairs."""
 
     similarity: torch.Tensor
-    per_head: torch.Tensor
-    per_layer: torch.Tensor
+    changes: torch.Tensor
+    layer_changes: torch.Tensor
+
+    @property
+    def per_head(self) -> torch.Tensor:
+        return self.changes.abs().mean(dim=-1)  # (layers, heads)
+
+    @property
+    def per_layer(self) -> torch.Tensor:
+        return self.layer_changes.abs().mean(dim=-1)  # (layers,)
 
 
-def ablation_effects(model, tokenizer, pairs) -> Ablation:
+def ablation_effects(model, tokenizer, pairs, mean: bool = False) -> Ablation:
     """Silence each head in turn, then each layer's heads together, and measure the sentence pairs.
 
     pairs: a list of (sentence, sentence). Each measurement is one batch of every pair's two
-    sentences, embedded with the sentence-transformers recipe; the score is the mean absolute
-    change of the pairs' cosine similarities. A head of layer l changes nothing below it, so each
+    sentences, embedded with the sentence-transformers recipe; what is kept is each pair's change
+    of cosine similarity. ``mean=True`` mean-ablates (``heads_ablated(..., mean_of=...)``, the means
+    taken over this batch) instead of zeroing. A head of layer l changes nothing below it, so each
     run starts from the (unchanged) input of layer l.
     """
     if not isinstance(pairs, (list, tuple)) or not pairs or not all(_is_pair(p) for p in pairs):
@@ -434,6 +782,7 @@ def ablation_effects(model, tokenizer, pairs) -> Ablation:
     real = batch["attention_mask"].bool()  # (2 * pairs, seq)
     mask = expand_padding_mask(real)  # (2 * pairs, 1, 1, seq)
     config = bert.config
+    means = _context_means(bert, batch) if mean else None  # (layers, hidden)
     with torch.no_grad():
         layer_inputs = bert(**batch, output_hidden_states=True).hidden_states  # (layers + 1) x (2 * pairs, seq, hidden)
 
@@ -446,15 +795,15 @@ def ablation_effects(model, tokenizer, pairs) -> Ablation:
         return (embeddings[0::2] * embeddings[1::2]).sum(dim=-1).cpu()  # (pairs,): the cosines
 
     baseline = similarities(config.num_hidden_layers)  # no layer left to run: the model's own output
-    per_head = torch.zeros(config.num_hidden_layers, config.num_attention_heads)
-    per_layer = torch.zeros(config.num_hidden_layers)
+    changes = torch.zeros(config.num_hidden_layers, config.num_attention_heads, len(pairs))
+    layer_changes = torch.zeros(config.num_hidden_layers, len(pairs))
     for layer in range(config.num_hidden_layers):
         for head in range(config.num_attention_heads):
-            with heads_ablated(bert, [(layer, head)]):
-                per_head[layer, head] = (similarities(layer) - baseline).abs().mean()
-        with heads_ablated(bert, [(layer, head) for head in range(config.num_attention_heads)]):
-            per_layer[layer] = (similarities(layer) - baseline).abs().mean()
-    return Ablation(baseline, per_head, per_layer)
+            with _ablation_hooks(bert, [(layer, head)], means):
+                changes[layer, head] = similarities(layer) - baseline
+        with _ablation_hooks(bert, [(layer, head) for head in range(config.num_attention_heads)], means):
+            layer_changes[layer] = similarities(layer) - baseline
+    return Ablation(baseline, changes, layer_changes)
 
 
 def _is_pair(pair) -> bool:
@@ -514,11 +863,17 @@ __all__ = [
     "attention_rollout",
     "head_role_scores",
     "heads_ablated",
+    "head_directions",
     "neuron_view",
     "pooled_attention",
     "rank_correlation",
     "role_score",
     "role_targets",
     "sentence_tokens",
+    "removal_effect",
     "token_removal_effect",
+    "ValueWeighted",
+    "value_weighted_attention",
+    "value_weighted_norms",
+    "word_piece_targets",
 ]
