@@ -11,17 +11,21 @@ Notebook 12 runs it on a 2-core CPU with the gloo backend; the same code runs on
   ``training.train_step``, rank-0 logging and saving, 09's checkpoints resumed under DDP.
 - ``accelerate_train``: the same training with Hugging Face Accelerate (the seed article's loop,
   complete and corrected).
+- ``reduction``: the global batch's loss from each rank's (sum, count) pair, right when the ranks hold
+  different numbers of masked tokens (``global_mean_loss``, an exercise of notebook 12).
 - ``launch``: runs such a job from a notebook or a test with a timeout, always kills its whole
   process group, and turns a worker's exception into a ``WorkerError`` naming the rank.
 """
 
 from .data import accumulation_step, make_dataset, rank_batch, tiny_config
 from .launch import JobTimeout, WorkerError, run_job, torchrun_command
+from .reduction import global_mean_loss
 
 __all__ = [
     "JobTimeout",
     "WorkerError",
     "accumulation_step",
+    "global_mean_loss",
     "make_dataset",
     "rank_batch",
     "run_job",

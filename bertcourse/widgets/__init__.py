@@ -11,6 +11,8 @@
     MLMMaskingExplorer(tokenizer)            what the model sees of a sentence under the 80/10/10 rule, per seed (09)
     SaliencyExplorer(model, tokenizer)       a review's predicted probability, and the tokens that push it (10)
     WindowExplorer(tokenizer)                sliding windows over a text: what each covers, where tokens are read (11)
+    NumberFormatExplorer()                   a number as fp32, fp16 and bf16 store it: neighbours, error, fate (12)
+    LossScaleExplorer(gradients)             a model's gradients times a loss scale against fp16's limits (12)
 
 Every number an explorer draws comes from a pure, seeded function of ``bertcourse.experiments``
 (importable without ipywidgets or matplotlib); ``gradient_norms_per_layer``, the measurement
@@ -45,15 +47,18 @@ from .explorers import (
 from .fine_tuning import SaliencyExplorer  # notebook 10
 from .inside import ModelViewExplorer, NeuronViewExplorer  # notebook 08
 from .long_inputs import WindowExplorer  # notebook 11
+from .precision import LossScaleExplorer, NumberFormatExplorer  # notebook 12
 from .pretraining import FillMaskExplorer, MLMMaskingExplorer  # notebook 09
 
 __all__ = [
     "AttentionExplorer",
     "FillMaskExplorer",
+    "LossScaleExplorer",
     "MLMMaskingExplorer",
     "MaskingExplorer",
     "ModelViewExplorer",
     "NeuronViewExplorer",
+    "NumberFormatExplorer",
     "PositionalEncodingExplorer",
     "ResidualExplorer",
     "SaliencyExplorer",
