@@ -29,7 +29,9 @@ from bertcourse.pretraining import (
     mlm_accuracy,
     mlm_baselines,
     mlm_corrupt,
+    nsp_by_text_kind,
     pair_positions,
+    position_baseline,
     pretrain,
     sample_nsp_pairs,
     selected_kinds,
@@ -258,6 +260,65 @@ def test_baselines_of_a_model_that_ignores_the_context():
     assert figures["copy_accuracy"] == pytest.approx(2 / 4)  # the [MASK] -> 7 (most frequent) and the kept 8
     with pytest.raises(ValueError, match="select no position"):
         mlm_baselines(train_ids, [batch_of([[4]], [[-100]])], specials)
+
+
+def test_the_position_baseline_counts_the_original_token_at_each_position():
+    specials = SpecialIds(pad=0, unk=1, cls=2, sep=3, mask=4, vocab_size=10)
+    train_ids = torch.tensor([7, 7, 7, 8])  # the unigram model: p(7) = 4/14, p(8) = 2/14, p(9) = 1/14
+    unigram = {7: 4 / 14, 8: 2 / 14, 9: 1 / 14}
+    # two training pairs; at position 1 the originals are 9 and 9 (one behind a [MASK]), at 2: 8 and 7,
+    # position 3 is [SEP] in one and padding in the other: nothing ordinary is counted there
+    training = {
+        "input_ids": torch.tensor([[2, 4, 8, 3], [2, 9, 7, 0]]),
+        "labels": torch.tensor([[-100, 9, -100, -100], [-100, -100, -100, -100]]),
+        "attention_mask": torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]),
+    }
+    baseline = position_baseline([training], train_ids, specials)
+    assert baseline.probabilities.shape == (4, 10)
+    assert torch.allclose(baseline.probabilities.sum(dim=1), torch.ones(4, dtype=torch.float64))
+    assert baseline.probabilities[1, 9] == pytest.approx(0.5 * 1 + 0.5 * unigram[9])
+    assert baseline.probabilities[2, 8] == pytest.approx(0.5 * 0.5 + 0.5 * unigram[8])
+    assert baseline.guesses.tolist()[1] == 9 and baseline.guesses.tolist()[3] == 7  # no count: the most frequent
+    # held out: [MASK] at position 1 (answer 9) and at position 2 (answer 7)
+    held_out = [batch_of([[2, 4, 4, 3]], [[-100, 9, 7, -100]])]
+    figures = mlm_baselines(train_ids, held_out, specials, positions=baseline)
+    p9, p7 = 0.5 + 0.5 * unigram[9], 0.5 * 0.5 + 0.5 * unigram[7]
+    assert figures["mask_position_loss"] == pytest.approx(-(math.log(p9) + math.log(p7)) / 2)
+    assert figures["mask_position_accuracy"] == pytest.approx(1.0)  # 9 at 1; 7 ties with 8 at 2, argmax: 7
+    assert figures["mask_unigram_loss"] > figures["mask_position_loss"]  # the position tells more than counts
+    with pytest.raises(ValueError, match="covers 4 positions"):
+        mlm_baselines(
+            train_ids, [batch_of([[2, 4, 4, 3, 3]], [[-100, 9, 7, -100, -100]])], specials, positions=baseline
+        )
+    with pytest.raises(TypeError, match="position_baseline"):
+        mlm_baselines(train_ids, held_out, specials, positions=baseline.probabilities)
+    with pytest.raises(ValueError, match="empty"):
+        position_baseline([], train_ids, specials)
+
+
+class _AnswersByKindOfB(torch.nn.Module):
+    """A model that reads only the length of sentence B (masking leaves it alone): NotNext if it is 2 tokens."""
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        review_b = token_type_ids.sum(dim=1) == 3  # (batch,): B [SEP] of 2 + 1 tokens
+        logits = torch.stack([(~review_b).float(), review_b.float()], dim=1)  # (batch, 2)
+        return types.SimpleNamespace(seq_relationship_logits=logits)
+
+
+def test_nsp_recall_by_text_kind_finds_a_model_that_reads_the_kind_of_b():
+    specials = SpecialIds(pad=0, unk=1, cls=2, sep=3, mask=4, vocab_size=10)
+    plot = [torch.tensor([7, 7, 7]) for _ in range(3)]  # "plot" sentences have 3 tokens, "review" ones 2
+    documents = [plot, [t.clone() for t in plot], [torch.tensor([9, 9]) for _ in range(3)], [torch.tensor([8, 9])] * 2]
+    kinds = ["plot", "plot", "review", "review"]
+    rows = nsp_by_text_kind(_AnswersByKindOfB(), documents, kinds, specials, max_length=16, draws=20)
+    by_group = {(r["label"], r["A"], r["B"]): r for r in rows}
+    assert by_group[("IsNext", "plot", "plot")]["recall"] == 1.0  # B starts with 7: IsNext, right
+    assert by_group[("IsNext", "review", "review")]["recall"] == 0.0
+    assert by_group[("NotNext", "plot", "review")]["recall"] == 1.0
+    assert by_group[("NotNext", "plot", "plot")]["recall"] == 0.0
+    assert sum(r["pairs"] for r in rows) == 20 * len(pair_positions(documents))
+    with pytest.raises(ValueError, match="kind of each of the 4 documents"):
+        nsp_by_text_kind(_AnswersByKindOfB(), documents, kinds[:3], specials)
 
 
 def test_the_metrics_count_each_kind_of_position_and_each_nsp_class():

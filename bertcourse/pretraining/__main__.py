@@ -3,10 +3,13 @@
     python -m bertcourse.pretraining --steps 600  # the notebook's run
     python -m bertcourse.pretraining --steps 4000 --eval-every 100 --save bertcourse/pretraining/tiny_bert
     python -m bertcourse.pretraining --steps 600 --eval-every 50 --control bertcourse/pretraining/length_control.json
+    python -m bertcourse.pretraining --steps 4000 --eval-every 100 --short-share 0 --save /tmp/long_control
 
 ``--control FILE`` trains the recipe twice, once as it is and once with every step on pairs of the full
 length (``short_share=0``), everything else equal, and writes both runs' evaluations and final
 figures to ``FILE``: the evidence that short pairs first is what lets the tiny BERT leave the plateau.
+``--short-share 0`` trains a single arm at full length throughout: with ``--steps 4000`` it is the control
+of the shipped run, whose ``run.json`` ships as ``long_control.json`` (``recipe.load_long_control``).
 """
 
 from __future__ import annotations
@@ -31,9 +34,12 @@ def main(argv=None) -> None:
     parser.add_argument("--eval-every", type=int, default=None, help="steps between evaluations (default: a tenth)")
     parser.add_argument("--save", default=None, help="write the model, vocabulary and run.json into this folder")
     parser.add_argument("--control", default=None, help="train with and without short pairs; write both to this JSON")
+    parser.add_argument(
+        "--short-share", type=float, default=SHORT_SHARE, help=f"share of steps on short pairs ({SHORT_SHARE})"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    arms = {"short_first": SHORT_SHARE, "full_length": 0.0} if args.control else {"recipe": SHORT_SHARE}
+    arms = {"short_first": SHORT_SHARE, "full_length": 0.0} if args.control else {"recipe": args.short_share}
     record = {}
     for arm, share in arms.items():
         with tempfile.TemporaryDirectory() as temporary:

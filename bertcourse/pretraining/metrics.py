@@ -15,7 +15,15 @@ unigram distribution, at a visible token v half its mass on v (the kept and the 
 equal) and half on the unigram. A model that learns from context beats these on ``mask``; a model
 that beats them on all positions but not on ``mask`` has learnt to copy.
 
+``position`` knows where the gap is and nothing else: the distribution of the training tokens at each
+position of the pair (``position_baseline``), so in pairs of 16 tokens it knows that position 1
+starts sentence A and that the last positions tend to end B. A model that beats the unigram model
+only by that much has learnt the layout of a pair, not the words around the gap.
+
 ``masked_only_accuracy`` is the ``mask`` kind's accuracy as one function (notebook 09's exercise).
+
+``nsp_by_text_kind`` splits NSP's recall by the kind of text each sentence came from (a plot summary,
+a review): a model that answers NotNext when the two kinds differ has learnt the kind, not the order.
 
 ``continuation`` is the [MASK] positions whose answer is a word piece that continues a word
 (``##ing``): the neighbouring piece all but decides it, so it is the first place context shows.
@@ -23,17 +31,21 @@ that beats them on all positions but not on ``mask`` has learnt to copy.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 
-from .._validation import describe, require_integer_tensor, require_tensor
+from .._validation import describe, require_integer_tensor, require_positive_int, require_tensor
 from ..heads import IGNORE_INDEX
 from ..tokenizer import WordPieceTokenizer
 from .masking import MASK_SHARE, RANDOM_SHARE
+from .pairs import MAX_LENGTH, collate_pairs, pair_positions, require_max_length, sample_nsp_pairs
 from .vocabulary import SpecialIds, require_specials
 
 KINDS = ("mask", "random", "kept")
 COPY_SHARE = (1 - MASK_SHARE - RANDOM_SHARE) / (1 - MASK_SHARE)  # of the visible selected tokens, kept: 0.5
+POSITION_WEIGHT = 0.5  # the position's own counts against the unigram model, in ``position_baseline``
 
 
 def selected_kinds(input_ids: torch.Tensor, labels: torch.Tensor, mask_token_id: int) -> dict[str, torch.Tensor]:
@@ -106,15 +118,68 @@ def token_distribution(train_ids: torch.Tensor, vocab_size: int) -> torch.Tensor
     return counts / counts.sum()
 
 
-def mlm_baselines(train_ids: torch.Tensor, batches, specials: SpecialIds, continuations=None) -> dict[str, float]:
+@dataclasses.dataclass(frozen=True)
+class PositionBaseline:
+    """A guess from the position alone: ``probabilities`` (seq, vocab) float64 and ``guesses`` (seq,) long."""
+
+    probabilities: torch.Tensor
+    guesses: torch.Tensor
+
+
+def position_baseline(batches, train_ids: torch.Tensor, specials: SpecialIds) -> PositionBaseline:
+    """What the position alone predicts, counted on the ordinary tokens of ``batches`` (training pairs).
+
+    At position ``i`` of a pair: the original token (the label where one was selected, else the
+    input), [CLS]/[SEP]/padding left out. ``probabilities[i]`` mixes the counts at ``i`` half and half
+    with the unigram model of ``train_ids`` (a position seen rarely falls back on word counts, and no
+    token gets p = 0); ``guesses[i]`` is the commonest token at ``i``, the most frequent token where
+    ``i`` holds none. ``seq`` is the longest batch's length.
+    """
+    require_specials(specials)
+    unigram = token_distribution(train_ids, specials.vocab_size)  # (vocab,)
+    batches = list(batches)
+    if not batches:
+        raise ValueError("`batches` is empty: the position counts need training pairs.")
+    seq = max(batch["input_ids"].shape[1] for batch in batches)
+    counts = torch.zeros(seq, specials.vocab_size, dtype=torch.float64)  # (seq, vocab)
+    for batch in batches:
+        labels, seen = batch["labels"], batch["input_ids"]  # (batch, len) each
+        original = torch.where(labels != IGNORE_INDEX, labels, seen)  # (batch, len): the text before masking
+        ordinary = batch["attention_mask"].bool() & ~torch.isin(original, specials.ids)  # (batch, len)
+        rows, where = ordinary.nonzero(as_tuple=True)  # (n,), (n,): the pair and the position of each token
+        counts.index_put_((where, original[rows, where]), torch.ones(len(rows), dtype=torch.float64), accumulate=True)
+    totals = counts.sum(dim=1, keepdim=True)  # (seq, 1)
+    at_position = torch.where(totals > 0, counts / totals.clamp(min=1), unigram)  # (seq, vocab)
+    return PositionBaseline(
+        probabilities=POSITION_WEIGHT * at_position + (1 - POSITION_WEIGHT) * unigram,  # (seq, vocab)
+        guesses=torch.where(totals[:, 0] > 0, counts.argmax(dim=1), unigram.argmax()),  # (seq,)
+    )
+
+
+def mlm_baselines(
+    train_ids: torch.Tensor,
+    batches,
+    specials: SpecialIds,
+    continuations=None,
+    positions: PositionBaseline | None = None,
+) -> dict[str, float]:
     """The context-free baselines on the selected positions of ``batches``, by kind.
 
     ``<kind>_most_frequent_accuracy`` and ``<kind>_unigram_loss`` for ``mlm`` (all selected),
     ``mask``, ``random``, ``kept`` (and ``continuation`` with ``continuations``); ``copy_loss`` and
-    ``copy_accuracy`` on all selected positions. ``train_ids``: the pretraining tokens, specials
-    excluded by the caller.
+    ``copy_accuracy`` on all selected positions. With ``positions`` (a ``position_baseline``), also
+    ``<kind>_position_loss`` and ``<kind>_position_accuracy``: the best guess from the position alone.
+    ``train_ids``: the pretraining tokens, specials excluded by the caller.
     """
     require_specials(specials)
+    if positions is not None:
+        if not isinstance(positions, PositionBaseline):
+            raise TypeError(f"`positions` must be a pretraining.position_baseline(...), got {describe(positions)}.")
+        if positions.probabilities.shape[1] != specials.vocab_size:
+            raise ValueError(
+                f"`positions` counts a vocabulary of {positions.probabilities.shape[1]}, `specials` one of "
+                f"{specials.vocab_size}."
+            )
     p = token_distribution(train_ids, specials.vocab_size)  # (vocab,)
     most_frequent = int(p.argmax())
     sums: dict[str, list[float]] = {}
@@ -127,12 +192,20 @@ def mlm_baselines(train_ids: torch.Tensor, batches, specials: SpecialIds, contin
 
     for batch in batches:
         labels, seen = batch["labels"], batch["input_ids"]  # (batch, seq) each
+        if positions is not None and labels.shape[1] > len(positions.guesses):
+            raise ValueError(
+                f"`positions` covers {len(positions.guesses)} positions, a batch of `batches` has {labels.shape[1]}."
+            )
         where = {"mlm": labels != IGNORE_INDEX, **selected_kinds(seen, labels, specials.mask)}
         if continuations is not None:
             where["continuation"] = where["mask"] & torch.isin(labels, continuations)
         for kind, chosen in where.items():
             y = labels[chosen]  # (count,)
             add(kind, len(y), float(-p[y].log().sum()), float((y == most_frequent).sum()))
+            if positions is not None:
+                at = chosen.nonzero(as_tuple=True)[1]  # (count,): the position of each
+                loss = float(-positions.probabilities[at, y].log().sum())
+                add(kind + "_position", len(y), loss, float((positions.guesses[at] == y).sum()))
         y, v = labels[where["mlm"]], seen[where["mlm"]]  # (selected,): the answer, what the model saw
         visible = v != specials.mask  # (selected,)
         copy_p = torch.where(visible, (1 - COPY_SHARE) * p[y] + COPY_SHARE * (v == y).double(), p[y])  # (selected,)
@@ -142,10 +215,61 @@ def mlm_baselines(train_ids: torch.Tensor, batches, specials: SpecialIds, contin
         raise ValueError("`batches` select no position (every label is -100): there is nothing to compare.")
     figures = {"copy_loss": sums["copy"][1] / sums["copy"][0], "copy_accuracy": sums["copy"][2] / sums["copy"][0]}
     for kind, (count, loss, right) in sums.items():
-        if kind != "copy" and count:
+        if kind == "copy" or not count:
+            continue
+        if kind.endswith("_position"):
+            figures[f"{kind}_loss"] = loss / count
+            figures[f"{kind}_accuracy"] = right / count
+        else:
             figures[f"{kind}_unigram_loss"] = loss / count
             figures[f"{kind}_most_frequent_accuracy"] = right / count
     return figures
+
+
+def nsp_by_text_kind(
+    model, documents, kinds, specials: SpecialIds, *, max_length: int = MAX_LENGTH, draws: int = 4, seed: int = 0
+) -> list[dict]:
+    """NSP's recall for each (label, kind of A, kind of B): does the model read order, or the kind of text?
+
+    ``kinds[d]`` names document ``d``'s kind (``"plot"``, ``"review"``). Every sentence A of
+    ``documents`` gets ``draws`` draws of B (``sample_nsp_pairs``, seeded); the model answers each pair.
+    Returns one row per group: ``{"label": "IsNext" | "NotNext", "A": kind, "B": kind, "pairs": n,
+    "recall": share answered right}``. A NotNext pair of two kinds is easy by the kind alone; one of the
+    same kind needs more than that.
+    """
+    require_specials(specials)
+    require_max_length(max_length)
+    if not isinstance(kinds, (list, tuple)) or len(kinds) != len(documents):
+        raise ValueError(
+            f"`kinds` must name the kind of each of the {len(documents)} documents, got {describe(kinds)}."
+        )
+    require_positive_int("draws", draws)
+    document_of = {id(sentence): d for d, document in enumerate(documents) for sentence in document}
+    positions = pair_positions(documents)
+    right: dict[tuple[str, str, str], list[int]] = {}
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for draw in range(draws):
+                generator = torch.Generator().manual_seed(seed + draw)
+                pairs = sample_nsp_pairs(documents, positions, generator=generator)
+                for start in range(0, len(pairs), 64):
+                    chunk = pairs[start : start + 64]
+                    batch = collate_pairs(chunk, specials, generator=generator, max_length=max_length)
+                    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+                    answers = model(**inputs).seq_relationship_logits.argmax(dim=-1)  # (chunk,)
+                    for (a, b, label), answer in zip(chunk, answers.tolist(), strict=True):
+                        group = ("NotNext" if label else "IsNext", kinds[document_of[id(a)]], kinds[document_of[id(b)]])
+                        tally = right.setdefault(group, [0, 0])
+                        tally[0] += answer == label
+                        tally[1] += 1
+    finally:
+        model.train(was_training)
+    return [
+        {"label": label, "A": a, "B": b, "pairs": n, "recall": hits / n}
+        for (label, a, b), (hits, n) in sorted(right.items())
+    ]
 
 
 def top_predictions(model, batches, specials: SpecialIds) -> tuple[torch.Tensor, torch.Tensor]:

@@ -39,7 +39,15 @@ from .._validation import describe, is_int, require_positive_int
 from ..config import BertConfig
 from ..tokenizer import WordPieceTokenizer
 from .checks import require_share
-from .metrics import PretrainingMetrics, context_figures, continuation_ids, mlm_baselines, top_predictions
+from .metrics import (
+    PositionBaseline,
+    PretrainingMetrics,
+    context_figures,
+    continuation_ids,
+    mlm_baselines,
+    position_baseline,
+    top_predictions,
+)
 from .pairs import MAX_LENGTH, PretrainingCollator, require_max_length
 from .vocabulary import VOCAB_SIZE, SpecialIds, tokenize_documents, train_wordpiece
 
@@ -128,19 +136,31 @@ def pretraining_data(tokenizer: WordPieceTokenizer) -> PretrainingData:
     )
 
 
+def position_counts(data: PretrainingData, max_length: int, draws: int = 4) -> PositionBaseline:
+    """``position_baseline`` on every training sentence A at ``max_length``, ``draws`` times (other B's, seeded)."""
+    pairs = [
+        batch
+        for draw in range(draws)
+        for batch in held_out_batches(data.documents, data.specials, max_length=max_length, batch_size=512, seed=draw)
+    ]
+    return position_baseline(pairs, data.train_ids, data.specials)
+
+
 def held_out_figures(model, data: PretrainingData, max_length: int) -> dict[str, dict[str, float]]:
     """Every held-out pair at ``max_length``: {"model": ..., "baselines": ..., "context": ...}.
 
     ``model``: ``PretrainingMetrics`` averaged over all held-out positions (by kind); ``baselines``:
-    ``mlm_baselines`` on the same positions; ``context``: ``context_figures`` of the [MASK] guesses.
+    ``mlm_baselines`` on the same positions, the position baseline counted on every training pair at
+    ``max_length`` (``position_counts``); ``context``: ``context_figures`` of the [MASK] guesses.
     """
     from ..training import evaluate
 
     batches = held_out_batches(data.held_out_documents, data.specials, max_length=max_length)
     metrics = PretrainingMetrics(data.specials, data.continuations)
+    positions = position_counts(data, max_length)
     return {
         "model": evaluate(model, batches, metrics),
-        "baselines": mlm_baselines(data.train_ids, batches, data.specials, data.continuations),
+        "baselines": mlm_baselines(data.train_ids, batches, data.specials, data.continuations, positions),
         "context": context_figures(*top_predictions(model, batches, data.specials)),
     }
 
