@@ -9,6 +9,8 @@ import torch.nn.functional as F
 import bertcourse as bc
 from bertcourse import long_inputs as li
 from bertcourse.bench import __main__ as bench
+from bertcourse.long_inputs.local import longformer_mask
+from bertcourse.long_inputs.windows import average_token_outputs
 from bertcourse.pretrained import default_weights_dir
 
 TEXT = (
@@ -196,6 +198,20 @@ def test_merged_token_outputs_come_from_the_right_row_of_the_right_window(n, win
         li.merge_token_outputs(hidden[:, :3], spans)
 
 
+@pytest.mark.parametrize(("n", "window", "stride"), [(11, 6, 4), (50, 10, 7), (9, 20, 10)])
+def test_averaged_token_outputs_are_the_mean_of_each_tokens_rows(n, window, stride):
+    spans = li.window_spans(n, window, stride)
+    hidden = randn(len(spans), window + 3, 4)
+    averaged = average_token_outputs(hidden, spans)
+    for i in range(n):
+        rows = [hidden[w, 1 + i - s] for w, (s, e) in enumerate(spans.tolist()) if s <= i < e]
+        torch.testing.assert_close(averaged[i], torch.stack(rows).mean(dim=0))
+    with pytest.raises(ValueError, match="`last_hidden_state` must hold"):
+        average_token_outputs(hidden[:, :3], spans)
+    with pytest.raises(ValueError, match="`spans` leave 2 tokens in no window"):
+        average_token_outputs(hidden[:2], torch.tensor([[0, 4], [6, 9]]))
+
+
 def test_merged_sentence_embedding_is_the_mean_of_every_real_token_vector():
     hidden = randn(3, 5, 4)
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]])
@@ -224,6 +240,25 @@ def test_banded_mask_allows_keys_at_most_width_away():
     ]
     assert torch.equal(li.banded_mask(4, 0), torch.eye(4, dtype=torch.bool))
     assert li.banded_mask(4, 3).all()
+
+
+def test_longformer_mask_is_the_local_global_mask_of_each_text_without_padding_keys():
+    attention_mask = torch.tensor([[1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0, 0]])
+    is_global = torch.zeros(2, 7, dtype=torch.bool)
+    is_global[0, [0, 1]] = True
+    is_global[1, 0] = True
+    mask = longformer_mask(attention_mask, is_global, 1)
+    assert mask.shape == (2, 7, 7) and mask.dtype == torch.bool
+    assert torch.equal(mask[0], li.local_global_mask(7, 1, [0, 1]))
+    assert torch.equal(mask[1], li.local_global_mask(7, 1, [0]) & attention_mask[1].bool()[None, :])
+    assert torch.equal(longformer_mask(attention_mask.bool(), is_global, 1), mask)
+    for kwargs, match in (
+        ({"attention_mask": attention_mask[0]}, r"`attention_mask` must be \(batch, seq\)"),
+        ({"is_global": is_global.long()}, "`is_global` must be a bool tensor of the shape of `attention_mask`"),
+        ({"width": -1}, "`width` must be an int >= 0"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            longformer_mask(**{"attention_mask": attention_mask, "is_global": is_global, "width": 1, **kwargs})
 
 
 def test_global_tokens_attend_to_everything_and_everything_attends_to_them():

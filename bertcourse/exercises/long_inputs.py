@@ -1,9 +1,19 @@
-"""Exercises of notebook 11: ``window_spans``, ``merge_softmax_blocks`` and ``local_global_mask``.
+"""Exercises of notebook 11: ``average_token_outputs``, ``merge_softmax_blocks`` and ``longformer_mask``.
 
-Their mistakes are the slips of long inputs: windows without overlap, Hugging Face's overlap read
-as the step, a text's tail left in no window; two online-softmax states added without rescaling
-to a common maximum; a band one token too narrow or one-sided, a global token that attends to
-everything but that nobody attends to (or the reverse).
+Their mistakes are the slips of long inputs: a window's rows read without the [CLS] offset, a
+token's rows summed and not averaged, one window taken where several hold the token; two
+online-softmax states added without rescaling to a common maximum; a band one token too narrow,
+too wide or one-sided, a global token that attends to everything but that nobody attends to (or
+the reverse), padding keys left open, one text's global tokens used for the whole batch.
+
+A wrong mask is read structurally (``_explain_local_mask``): which offsets i - j its band allows,
+whether the global rows and columns are whole, whether it is symmetric, whether padding keys are
+open. A wrong ``average_token_outputs`` is told which tokens are wrong: those one window holds, or
+those in an overlap.
+
+``window_spans`` and ``local_global_mask`` were the notebook's first and third exercises: a hint
+gave the loop of the first, and the notebook spelt out the second's construction. They stay
+checkable by name (``registry.RETIRED``).
 """
 
 from __future__ import annotations
@@ -13,8 +23,10 @@ import math
 import torch
 
 from ..long_inputs import local_global_mask, merge_softmax_blocks, softmax_block_state, window_spans
+from ..long_inputs.local import longformer_mask
+from ..long_inputs.windows import average_token_outputs, merge_token_outputs
 from .random_inputs import _randn
-from .records import Case, Exercise, Mistake
+from .records import Case, Exercise, Knob, Mistake
 
 # --- window_spans -----------------------------------------------------------------------------
 
@@ -277,6 +289,120 @@ def _local_inverted(seq_len, width, global_positions):
     return ~local_global_mask(seq_len, width, global_positions)
 
 
+def _band_offsets(mask, rows, columns):
+    """The offsets i - j that ``mask`` (seq, seq) allows for every pair of ``rows`` and ``columns`` at that offset."""
+    offsets = _offsets(mask.shape[-1])
+    pairs = rows[:, None] & columns[None, :]  # (seq, seq): the pairs the band alone decides
+    allowed = set()
+    for offset in sorted(set(offsets[pairs].tolist())):
+        at = pairs & (offsets == offset)
+        if bool(mask[at].all()):
+            allowed.add(offset)
+    return allowed
+
+
+def _describe_offsets(allowed):
+    if not allowed:
+        return "no offset at all"
+    low, high = min(allowed), max(allowed)
+    if allowed == set(range(low, high + 1)):
+        return f"offsets i - j from {low} to {high}"
+    return "offsets i - j " + ", ".join(str(o) for o in sorted(allowed))
+
+
+def _mask_structure(value, expected, width, is_global, real):
+    """Sentences about what differs between a learner's mask and the right one, both (seq, seq) bool."""
+    found = []
+    plain = ~is_global & real  # tokens the band alone decides for
+    wrong_band = (value != expected) & ~is_global[:, None] & plain[None, :]
+    if bool(wrong_band.any()):
+        allowed = _band_offsets(value, ~is_global, plain)
+        right = set(range(-width, width + 1))
+        low, high = (min(allowed), max(allowed)) if allowed else (None, None)
+        if allowed == set(range(-width + 1, width)):
+            found.append(
+                f"your band is one too narrow: it allows {_describe_offsets(allowed)}, not -{width} to {width}."
+            )
+        elif allowed == set(range(-width - 1, width + 2)):
+            found.append(f"your band is one too wide: it allows {_describe_offsets(allowed)}, not -{width} to {width}.")
+        elif allowed and (low == 0 or high == 0) and low != high:
+            side = "behind the query (i - j >= 0)" if low == 0 else "ahead of the query (i - j <= 0)"
+            found.append(
+                f"your band is one-sided: it allows {_describe_offsets(allowed)}, only keys {side}; BERT reads both "
+                f"ways, -{width} to {width}."
+            )
+        elif allowed and -low != high:
+            found.append(
+                f"your band is lopsided: it allows {_describe_offsets(allowed)}; the same `width` on both sides, "
+                f"-{width} to {width}."
+            )
+        elif allowed != right:
+            found.append(f"your band allows {_describe_offsets(allowed)}; it should allow -{width} to {width}.")
+    for position in is_global.nonzero().flatten().tolist():
+        if not bool(value[position][real].all()):
+            found.append(f"the row of global token {position} is not all True: a global token reads every token.")
+        if not bool(value[:, position].all()):
+            found.append(f"the column of global token {position} is not all True: every token reads a global token.")
+    open_padding = value & ~real[None, :]  # (seq, seq): padding keys the learner allows
+    if bool(open_padding.any()):
+        if bool(is_global.any()) and not bool(open_padding[~is_global].any()):
+            found.append(
+                "only the global tokens' rows reach padding keys: a padding key is never attended, not even by a "
+                "global token."
+            )
+        else:
+            found.append("keys at padding positions are allowed: a padding key is never attended.")
+    if bool((value != value.T)[real[:, None] & real[None, :]].any()) and not found:
+        found.append("your mask is not symmetric: if i may read j, j may read i (|i - j| is the same both ways).")
+    return found
+
+
+def _explain_local_mask(case, value, expected):
+    """Structural reading of a wrong (seq, seq) mask of ``local_global_mask``."""
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool or value.shape != expected.shape:
+        return None
+    seq_len, width, global_positions = case.args
+    found = _mask_structure(
+        value, expected, width, _is_global(seq_len, global_positions), torch.ones(seq_len, dtype=torch.bool)
+    )
+    if not found:
+        return None
+    text = " ".join(found)
+    return text[0].upper() + text[1:]
+
+
+def _local_variant(settings, seq_len, width, global_positions):
+    """local_global_mask with its parts chosen by ``settings`` (see the knobs below)."""
+    offsets, is_global = _offsets(seq_len), _is_global(seq_len, global_positions)
+    band = {
+        "<= width": lambda: offsets.abs() <= width,
+        "< width": lambda: offsets.abs() < width,
+        "<= width + 1": lambda: offsets.abs() <= width + 1,
+        "behind only": lambda: (offsets >= 0) & (offsets <= width),
+    }[settings["band"]]()
+    rows = is_global[:, None] if settings["rows"] else torch.zeros(seq_len, 1, dtype=torch.bool)
+    columns = is_global[None, :] if settings["columns"] else torch.zeros(1, seq_len, dtype=torch.bool)
+    return band | rows | columns
+
+
+_BAND_KNOB = Knob(
+    "band",
+    (
+        ("<= width", "", ""),
+        ("< width", "a band one key too narrow", "a key exactly `width` away is inside the band: `<= width`."),
+        ("<= width + 1", "a band one key too wide", "the band stops at `width` keys on each side: `<= width`."),
+        ("behind only", "a one-sided band", "allow keys behind *and* ahead: `(i - j).abs() <= width`."),
+    ),
+)
+_ROWS_KNOB = Knob(
+    "rows", ((True, "", ""), (False, "the global rows missing", "a global token reads every token: its whole row."))
+)
+_COLUMNS_KNOB = Knob(
+    "columns",
+    ((True, "", ""), (False, "the global columns missing", "every token reads a global token: its whole column.")),
+)
+
+
 LOCAL_GLOBAL_MASK = Exercise(
     name="local_global_mask",
     reference=local_global_mask,
@@ -287,6 +413,9 @@ LOCAL_GLOBAL_MASK = Exercise(
     make_cases=_local_cases,
     axes={"": ("query rows", "key columns")},
     extra_solution=("_banded_mask",),
+    explain=_explain_local_mask,
+    knobs=(_BAND_KNOB, _ROWS_KNOB, _COLUMNS_KNOB),
+    variant=_local_variant,
     notebook="11",
     mistakes=(
         Mistake(
@@ -323,6 +452,352 @@ LOCAL_GLOBAL_MASK = Exercise(
             "the mask inverted (True = blocked)",
             "in this course True means *may attend*: the band and the global rows and columns are True.",
             _local_inverted,
+        ),
+    ),
+)
+
+# --- average_token_outputs --------------------------------------------------------------------
+
+
+def _average_case(g, n_tokens, window, stride, hidden=5, extra_positions=0):
+    spans = window_spans(n_tokens, window, stride)  # (n_windows, 2)
+    longest = int((spans[:, 1] - spans[:, 0]).max())
+    return (_randn(g, spans.shape[0], longest + 2 + extra_positions, hidden), spans)
+
+
+def _average_cases(g):
+    return [
+        Case("14 tokens in 3 windows of 6 (stride 4), hidden 5", _average_case(g, 14, 6, 4)),
+        Case("15 tokens: the last window is shorter, its rows after [SEP] are padding", _average_case(g, 15, 6, 4)),
+        Case("12 tokens, windows of 6 with stride 2: most tokens are in three windows", _average_case(g, 12, 6, 2)),
+        Case("5 tokens in one window of 8: nothing to average", _average_case(g, 5, 8, 3)),
+        Case(
+            "14 tokens in 3 windows of 6, the batch padded to 12 positions",
+            _average_case(g, 14, 6, 4, extra_positions=4),
+        ),
+    ]
+
+
+def _windows_holding(spans):
+    """(n_tokens,) how many windows hold each token."""
+    count = torch.zeros(int(spans[:, 1].max()), dtype=torch.long)
+    for start, end in spans.tolist():
+        count[start:end] += 1
+    return count
+
+
+def _average_no_cls_offset(last_hidden_state, spans):
+    total = last_hidden_state.new_zeros(int(spans[:, 1].max()), last_hidden_state.shape[-1])
+    count = last_hidden_state.new_zeros(total.shape[0], 1)
+    for w, (start, end) in enumerate(spans.tolist()):
+        total[start:end] += last_hidden_state[w, : end - start]
+        count[start:end] += 1
+    return total / count
+
+
+def _average_sum_not_mean(last_hidden_state, spans):
+    total = last_hidden_state.new_zeros(int(spans[:, 1].max()), last_hidden_state.shape[-1])
+    for w, (start, end) in enumerate(spans.tolist()):
+        total[start:end] += last_hidden_state[w, 1 : 1 + end - start]
+    return total
+
+
+def _average_over_every_window(last_hidden_state, spans):
+    return _average_sum_not_mean(last_hidden_state, spans) / spans.shape[0]
+
+
+def _average_last_window_wins(last_hidden_state, spans):
+    out = last_hidden_state.new_zeros(int(spans[:, 1].max()), last_hidden_state.shape[-1])
+    for w, (start, end) in enumerate(spans.tolist()):
+        out[start:end] = last_hidden_state[w, 1 : 1 + end - start]
+    return out
+
+
+def _average_first_window_wins(last_hidden_state, spans):
+    out = last_hidden_state.new_zeros(int(spans[:, 1].max()), last_hidden_state.shape[-1])
+    for w, (start, end) in reversed(list(enumerate(spans.tolist()))):
+        out[start:end] = last_hidden_state[w, 1 : 1 + end - start]
+    return out
+
+
+def _average_central_window_only(last_hidden_state, spans):
+    return merge_token_outputs(last_hidden_state, spans)
+
+
+def _average_glued(last_hidden_state, spans):
+    window = int(spans[0, 1] - spans[0, 0])
+    rows = last_hidden_state[:, 1 : 1 + window].reshape(-1, last_hidden_state.shape[-1])  # windows end to end
+    return rows[: int(spans[:, 1].max())]
+
+
+def _explain_average(case, value, expected):
+    """Which tokens are wrong (those that one window holds, or only those in an overlap), and how."""
+    if not isinstance(value, torch.Tensor) or value.shape != expected.shape or value.dtype != expected.dtype:
+        return None
+    last_hidden_state, spans = case.args
+    wrong = ~torch.isclose(value, expected, atol=1e-5, rtol=1e-5).all(dim=-1)  # (n_tokens,)
+    shared = _windows_holding(spans) > 1  # (n_tokens,): tokens in an overlap
+    if bool(wrong[~shared].any()):
+        return _explain_single_tokens(value, last_hidden_state, spans, shared)
+    if bool(wrong[shared].any()):
+        return (
+            f"The tokens that one window holds are right; {int(wrong[shared].sum())} of the "
+            f"{int(shared.sum())} tokens in an overlap are wrong: each gets the mean of its rows over every "
+            "window that holds it."
+        )
+    return None
+
+
+def _explain_single_tokens(value, last_hidden_state, spans, shared):
+    """A token that one window holds must be that window's row 1 + i - start: which row did the learner take?"""
+    singles = [(w, i) for w, (start, end) in enumerate(spans.tolist()) for i in range(start, end) if not shared[i]]
+    for shift in (-1, 1, -2, 2):
+        rows = [1 + i - spans[w, 0] + shift for w, i in singles]
+        if all(0 <= r < last_hidden_state.shape[1] for r in rows) and all(
+            torch.allclose(value[i], last_hidden_state[w, r], atol=1e-5)
+            for (w, i), r in zip(singles, rows, strict=True)
+        ):
+            return (
+                f"The tokens that one window holds come from the row {abs(shift)} {'before' if shift < 0 else 'after'} "
+                "theirs: token i of window w sits at row 1 + i - start_w (row 0 is [CLS])."
+            )
+    ratios = [value[i] / last_hidden_state[w, 1 + i - spans[w, 0]] for w, i in singles]
+    if all(torch.allclose(r, r[0].expand_as(r), rtol=1e-4) for r in ratios):
+        return (
+            "The tokens that one window holds are their row times a factor: a token in one window is that row "
+            "itself, divided by a count of 1."
+        )
+    return (
+        "Even tokens that only one window holds are wrong: each must be exactly its window's row 1 + i - start_w "
+        "(row 0 is [CLS])."
+    )
+
+
+AVERAGE_TOKEN_OUTPUTS = Exercise(
+    name="average_token_outputs",
+    reference=average_token_outputs,
+    prompt="your function receives `last_hidden_state` (n_windows, seq, hidden), the model's output on the windows "
+    "of a long text (each window framed as [CLS] tokens [SEP] and padded), and `spans` (n_windows, 2), the long "
+    "[start, end) of each window in the text; it returns (n_tokens, hidden), n_tokens = the last end: for every "
+    "token of the text, the mean of its output vectors over all the windows that hold it.",
+    start="a zero tensor for the sums and one for the counts, then a loop over the windows; where in a window's "
+    "rows does the text's token `start` sit?",
+    make_cases=_average_cases,
+    axes={"": ("token rows", "feature columns")},
+    explain=_explain_average,
+    notebook="11",
+    mistakes=(
+        Mistake(
+            "the rows read without the [CLS] offset",
+            "row 0 of every window is [CLS]: token i of window w sits at row 1 + i - start_w.",
+            _average_no_cls_offset,
+        ),
+        Mistake(
+            "the rows summed, not averaged",
+            "divide each token's sum by the number of windows that hold it.",
+            _average_sum_not_mean,
+        ),
+        Mistake(
+            "every token divided by the number of windows",
+            "divide by how many windows hold *that* token (1 outside the overlaps), not by all windows.",
+            _average_over_every_window,
+        ),
+        Mistake(
+            "the last window that holds a token overwrites the others",
+            "add a token's rows from every window that holds it, then divide: `+=`, not `=`.",
+            _average_last_window_wins,
+        ),
+        Mistake(
+            "the first window that holds a token kept",
+            "a token in an overlap has a row in each window: average them all.",
+            _average_first_window_wins,
+        ),
+        Mistake(
+            "the most central window only (section 3.4's rule)",
+            "this exercise asks for the other merge: the mean over every window that holds the token.",
+            _average_central_window_only,
+        ),
+        Mistake(
+            "the windows glued end to end",
+            "windows overlap: token i of window w is row 1 + i - start_w, not the (w * window + r)-th row overall.",
+            _average_glued,
+        ),
+    ),
+)
+
+# --- longformer_mask --------------------------------------------------------------------------
+
+
+def _lf_case(lengths, seq, global_rows):
+    """(attention_mask (batch, seq) long 0/1, is_global (batch, seq) bool) for texts of ``lengths`` tokens."""
+    attention_mask = (torch.arange(seq)[None, :] < torch.tensor(lengths)[:, None]).long()
+    is_global = torch.zeros(len(lengths), seq, dtype=torch.bool)
+    for row, positions in enumerate(global_rows):
+        is_global[row, list(positions)] = True
+    return attention_mask, is_global
+
+
+def _lf_cases(g):
+    return [
+        Case("one text of 9 tokens, width 2, [CLS] global", (*_lf_case([9], 9, [[0]]), 2)),
+        Case("two texts of 9 tokens, width 2, [CLS] global in both", (*_lf_case([9, 9], 9, [[0], [0]]), 2)),
+        Case(
+            "two texts, the second of 6 tokens padded to 9, width 2, [CLS] global",
+            (*_lf_case([9, 6], 9, [[0], [0]]), 2),
+            ("masked",),
+        ),
+        Case(
+            "two texts of 9 tokens, width 2, a 3-token question global in the first, [CLS] only in the second",
+            (*_lf_case([9, 9], 9, [[0, 1, 2], [0]]), 2),
+        ),
+        Case("one text of 9 tokens, width 1, [CLS] global", (*_lf_case([9], 9, [[0]]), 1)),
+        Case("one text of 9 tokens, width 2, no global token", (*_lf_case([9], 9, [[]]), 2)),
+    ]
+
+
+def _lf_variant(settings, attention_mask, is_global, width):
+    """longformer_mask with its parts chosen by ``settings`` (see the knobs below)."""
+    seq = attention_mask.shape[-1]
+    real = attention_mask != 0
+    globals_ = is_global if settings["globals"] == "per text" else is_global[:1].expand_as(is_global)
+    band = _local_variant(settings, seq, width, [])  # (seq, seq): the band alone
+    rows = globals_[:, :, None] if settings["rows"] else torch.zeros_like(globals_)[:, :, None]
+    columns = globals_[:, None, :] if settings["columns"] else torch.zeros_like(globals_)[:, None, :]
+    mask = band | rows | columns  # (batch, seq, seq)
+    if settings["padding"] == "keys":
+        mask = mask & real[:, None, :]
+    elif settings["padding"] == "keys and queries":
+        mask = mask & real[:, None, :] & real[:, :, None]
+    return mask
+
+
+_LF_KNOBS = (
+    _BAND_KNOB,
+    _ROWS_KNOB,
+    _COLUMNS_KNOB,
+    Knob(
+        "padding",
+        (
+            ("keys", "", ""),
+            ("none", "padding keys left open", "AND the mask with the real keys: `attention_mask[:, None, :]`."),
+            (
+                "keys and queries",
+                "the padding queries' rows blocked too",
+                "hide padding keys only, as the course's padding masks do: a padding query's row follows the rule.",
+            ),
+        ),
+    ),
+    Knob(
+        "globals",
+        (
+            ("per text", "", ""),
+            ("first text's", "the first text's global tokens used for every text", "each text has its own globals."),
+        ),
+    ),
+)
+
+
+def _lf_band_and_globals_only(attention_mask, is_global, width):
+    positions = torch.arange(attention_mask.shape[-1])
+    band = (positions[:, None] - positions[None, :]).abs() <= width
+    return band | is_global[:, :, None] | is_global[:, None, :]
+
+
+def _lf_padding_on_queries_too(attention_mask, is_global, width):
+    real = attention_mask.bool()
+    return _lf_band_and_globals_only(attention_mask, is_global, width) & real[:, None, :] & real[:, :, None]
+
+
+def _lf_globals_forgotten(attention_mask, is_global, width):
+    positions = torch.arange(attention_mask.shape[-1])
+    band = (positions[:, None] - positions[None, :]).abs() <= width
+    return band[None] & attention_mask.bool()[:, None, :]
+
+
+def _lf_first_texts_globals(attention_mask, is_global, width):
+    return (
+        _lf_band_and_globals_only(attention_mask, is_global[:1].expand_as(is_global), width)
+        & (attention_mask.bool()[:, None, :])
+    )
+
+
+def _lf_padding_on_queries_only(attention_mask, is_global, width):
+    return _lf_band_and_globals_only(attention_mask, is_global, width) & attention_mask.bool()[:, :, None]
+
+
+def _lf_inverted(attention_mask, is_global, width):
+    return ~longformer_mask(attention_mask, is_global, width)
+
+
+def _lf_long_mask(attention_mask, is_global, width):
+    return _lf_band_and_globals_only(attention_mask, is_global, width) * attention_mask[:, None, :]
+
+
+def _explain_longformer(case, value, expected):
+    """Structural reading of a wrong (batch, seq, seq) mask, text by text: the first text that differs."""
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool or value.shape != expected.shape:
+        return None
+    attention_mask, is_global, width = case.args
+    for row in range(value.shape[0]):
+        if torch.equal(value[row], expected[row]):
+            continue
+        found = _mask_structure(value[row], expected[row], width, is_global[row], attention_mask[row] != 0)
+        if found:
+            return f"In text {row}: " + " ".join(found)
+    return None
+
+
+LONGFORMER_MASK = Exercise(
+    name="longformer_mask",
+    reference=longformer_mask,
+    prompt="your function receives `attention_mask` (batch, seq), a long tensor of 1 at real tokens and 0 at "
+    "padding, `is_global` (batch, seq), a bool tensor True at each text's global tokens, and an int `width`; it "
+    "returns a bool tensor (batch, seq, seq), True where query i of a text may attend to key j: key j must be a "
+    "real token, and then |i - j| <= width, or i or j is one of that text's global tokens. Padding hides keys "
+    "only: a padding query's row follows the same rule.",
+    start="three pieces of shape (seq, seq) or (batch, seq, seq), each broadcast from smaller tensors: which "
+    "pairs are near each other, which pairs touch a global token, which keys are real.",
+    make_cases=_lf_cases,
+    axes={"": ("query rows", "key columns")},
+    explain=_explain_longformer,
+    knobs=_LF_KNOBS,
+    variant=_lf_variant,
+    notebook="11",
+    mistakes=(
+        Mistake(
+            "padding keys left open",
+            "a padding key is never attended: AND the mask with the real keys, `attention_mask[:, None, :]`.",
+            _lf_band_and_globals_only,
+        ),
+        Mistake(
+            "the padding queries' rows blocked too",
+            "hide the padding keys only, as the course's padding masks do: a padding query's row follows the rule.",
+            _lf_padding_on_queries_too,
+        ),
+        Mistake(
+            "the padding mask applied to the queries instead of the keys",
+            "padding hides *keys*: the mask of the real tokens goes on the last axis, `[:, None, :]`.",
+            _lf_padding_on_queries_only,
+        ),
+        Mistake(
+            "the global tokens forgotten",
+            "a global token's row and column are True: it reads every token and every token reads it.",
+            _lf_globals_forgotten,
+        ),
+        Mistake(
+            "the first text's global tokens used for every text",
+            "each text has its own global tokens: broadcast `is_global` per row, `is_global[:, :, None]`.",
+            _lf_first_texts_globals,
+        ),
+        Mistake(
+            "the mask inverted (True = blocked)",
+            "in this course True means *may attend*.",
+            _lf_inverted,
+        ),
+        Mistake(
+            "a 0/1 long mask instead of a bool one",
+            "the mask must be bool: `attention_mask.bool()` before combining, or `!= 0`.",
+            _lf_long_mask,
         ),
     ),
 )

@@ -6,7 +6,10 @@ the tokens at most ``width`` positions away -- a **band** of 2 * width + 1 diago
 few **global** tokens ([CLS], a question) that attend to every token and that every token attends
 to. The mask is built from the package's mask functions (``bertcourse.masks``: boolean, True =
 may attend); with it, ``bertcourse.scaled_dot_product_attention`` gives local attention, but
-still computes all n x n scores and throws most away.
+still computes all n x n scores and throws most away. ``longformer_mask`` builds the same pattern
+for a padded batch whose texts each have their own global tokens (Longformer makes every token of
+a question global): the reference of notebook 11's third exercise, not re-exported by
+``bertcourse.long_inputs``, so that the notebook's namespace does not answer it.
 
 ``local_attention`` computes only the band. The queries are cut into blocks of ``block_size``;
 the keys a block can see lie in a window of block_size + 2 * width positions around it, so one
@@ -25,7 +28,7 @@ import torch.nn.functional as F
 
 from .._validation import describe, is_int, require_float_tensor, require_positive_int
 from ..attention import _check_qk
-from ..masks import combine_masks, fill_value
+from ..masks import as_bool_mask, combine_masks, fill_value
 
 
 def banded_mask(seq_len: int, width: int, device=None) -> torch.Tensor:
@@ -59,6 +62,34 @@ def _local_global_mask(seq_len, width, global_positions):
     is_global[global_positions] = True
     band = _banded_mask(seq_len, width, device)  # (seq, seq)
     return band | is_global[:, None] | is_global[None, :]  # (seq, seq): global rows and global columns
+
+
+def longformer_mask(attention_mask: torch.Tensor, is_global: torch.Tensor, width: int) -> torch.Tensor:
+    """Local + global attention for a padded batch: (batch, seq, seq) bool, True = query i may attend to key j.
+
+    ``attention_mask`` (batch, seq): 1 (or True) at real tokens, 0 at padding, as a tokenizer returns
+    it. ``is_global`` (batch, seq) bool: each text's global tokens ([CLS], a question's tokens).
+    Key j is allowed for query i when j is a real token and |i - j| <= width, or i or j is global in
+    that text. Padding keys are never allowed; the rows of padding queries follow the same rule
+    (their outputs are ignored), as the course's padding masks hide keys only.
+    """
+    mask = as_bool_mask("attention_mask", attention_mask)  # checks that it is bool or 0/1
+    if mask.dim() != 2:
+        raise ValueError(f"`attention_mask` must be (batch, seq), got {describe(attention_mask)}.")
+    if not isinstance(is_global, torch.Tensor) or is_global.dtype != torch.bool or is_global.shape != mask.shape:
+        raise ValueError(
+            f"`is_global` must be a bool tensor of the shape of `attention_mask` {tuple(mask.shape)}, "
+            f"got {describe(is_global)}."
+        )
+    _require_width(width)
+    return _longformer_mask(attention_mask, is_global, width)
+
+
+def _longformer_mask(attention_mask, is_global, width):
+    real = attention_mask != 0  # (batch, seq): True at real tokens, for a 0/1 or a bool mask
+    band = _banded_mask(real.shape[-1], width, real.device)  # (seq, seq): |i - j| <= width
+    either_global = is_global[:, :, None] | is_global[:, None, :]  # (batch, seq, seq): a global row or column
+    return (band | either_global) & real[:, None, :]  # (batch, seq, seq): never a padding key
 
 
 def local_attention(

@@ -24,6 +24,9 @@ Merging, two ways:
 - **token outputs** (one vector per token, for tagging or answer spans) are each taken from the
   window where the token sits most centrally: the one giving it the most context on its
   shorter side. A token near a window's edge sees only one side of its sentence.
+  ``average_token_outputs`` is the other common choice, the mean of a token's rows in every
+  window that holds it (the reference of notebook 11's first exercise, not re-exported by
+  ``bertcourse.long_inputs``, so that the notebook's namespace does not answer it).
 """
 
 from __future__ import annotations
@@ -103,6 +106,11 @@ def window_spans(n_tokens: int, window: int, stride: int, max_positions: int | N
 
     Windows start at 0, stride, 2 * stride, ... and the last one is the first to reach the end of
     the text (it may be shorter than ``window``), exactly as Hugging Face's tokenizer places them.
+
+    ``stride`` is the **step** between window starts, as in a convolution, not Hugging Face's
+    tokenizer ``stride``, which is the **overlap** ``window - stride``: passing Hugging Face's
+    number here gives other windows without any error (notebook 11, pitfall 6). To cut the
+    windows inside a Hugging Face tokenizer, use ``hf_overflow_arguments(window, stride)``.
     """
     require_positive_int("n_tokens", n_tokens)
     check_window(window, stride, max_positions)
@@ -201,14 +209,7 @@ def merge_token_outputs(last_hidden_state: torch.Tensor, spans: torch.Tensor) ->
     whose row 0 is [CLS]: token i of window w sits at row ``1 + i - start_w``.
     """
     _require_spans(spans)
-    if not isinstance(last_hidden_state, torch.Tensor) or last_hidden_state.dim() != 3:
-        raise ValueError(f"`last_hidden_state` must be (n_windows, seq, hidden), got {describe(last_hidden_state)}.")
-    longest = int((spans[:, 1] - spans[:, 0]).max())
-    if last_hidden_state.shape[0] != spans.shape[0] or last_hidden_state.shape[1] < longest + 2:
-        raise ValueError(
-            f"`last_hidden_state` must hold {spans.shape[0]} windows of at least {longest + 2} positions "
-            f"(the windows of `spans` with [CLS] and [SEP]), got {describe(last_hidden_state)}."
-        )
+    _require_hidden_for_spans(last_hidden_state, spans)
     return _merge_token_outputs(last_hidden_state, spans)
 
 
@@ -217,6 +218,30 @@ def _merge_token_outputs(last_hidden_state, spans):
     positions = torch.arange(owner.shape[0])  # (n_tokens,)
     rows = 1 + positions - spans[owner, 0]  # (n_tokens,): its row in that window, after [CLS]
     return last_hidden_state[owner, rows]  # (n_tokens, hidden)
+
+
+def average_token_outputs(last_hidden_state: torch.Tensor, spans: torch.Tensor) -> torch.Tensor:
+    """One vector per token of the long text (n_tokens, hidden): the mean of its rows in every window holding it.
+
+    last_hidden_state: (n_windows, seq, hidden), the model's output on ``window_batch(ids, spans, ...)``,
+    whose row 0 is [CLS]: token i of window w sits at row ``1 + i - start_w``. A token in one window
+    gets that window's row; a token in an overlap, the mean of its rows. (``merge_token_outputs``
+    takes the most central row instead.) Every token must be covered.
+    """
+    _require_spans(spans)
+    _require_hidden_for_spans(last_hidden_state, spans)
+    _central_windows(spans)  # raises if a token is in no window
+    return _average_token_outputs(last_hidden_state, spans)
+
+
+def _average_token_outputs(last_hidden_state, spans):
+    n_tokens, hidden = int(spans[:, 1].max()), last_hidden_state.shape[-1]
+    total = last_hidden_state.new_zeros(n_tokens, hidden)  # (n_tokens, hidden): the sum of each token's rows
+    count = last_hidden_state.new_zeros(n_tokens, 1)  # (n_tokens, 1): how many windows hold each token
+    for w, (start, end) in enumerate(spans.tolist()):
+        total[start:end] += last_hidden_state[w, 1 : 1 + end - start]  # (end - start, hidden): the rows after [CLS]
+        count[start:end] += 1
+    return total / count  # (n_tokens, hidden)
 
 
 def merge_sentence_embedding(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -233,6 +258,17 @@ def _merge_sentence_embedding(embeddings, mask):
     tokens = mask.sum(dim=1).to(embeddings.dtype)  # (n_windows,): real tokens in each window
     weights = tokens / tokens.sum()  # (n_windows,), sums to 1
     return (weights[:, None] * embeddings).sum(dim=0)  # (hidden,)
+
+
+def _require_hidden_for_spans(last_hidden_state, spans) -> None:
+    if not isinstance(last_hidden_state, torch.Tensor) or last_hidden_state.dim() != 3:
+        raise ValueError(f"`last_hidden_state` must be (n_windows, seq, hidden), got {describe(last_hidden_state)}.")
+    longest = int((spans[:, 1] - spans[:, 0]).max())
+    if last_hidden_state.shape[0] != spans.shape[0] or last_hidden_state.shape[1] < longest + 2:
+        raise ValueError(
+            f"`last_hidden_state` must hold {spans.shape[0]} windows of at least {longest + 2} positions "
+            f"(the windows of `spans` with [CLS] and [SEP]), got {describe(last_hidden_state)}."
+        )
 
 
 def _require_ids(ids) -> None:
