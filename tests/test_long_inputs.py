@@ -209,7 +209,7 @@ def test_averaged_token_outputs_are_the_mean_of_each_tokens_rows(n, window, stri
     with pytest.raises(ValueError, match="`last_hidden_state` must hold"):
         average_token_outputs(hidden[:, :3], spans)
     with pytest.raises(ValueError, match="`spans` leave 2 tokens in no window"):
-        average_token_outputs(hidden[:2], torch.tensor([[0, 4], [6, 9]]))
+        average_token_outputs(randn(2, 6, 4), torch.tensor([[0, 4], [6, 9]]))
 
 
 def test_merged_sentence_embedding_is_the_mean_of_every_real_token_vector():
