@@ -49,7 +49,7 @@ NOTEBOOK_EXERCISES = {
     "05": ["split_fused_qkv", "multi_head_attention"],
     "06": ["post_ln_layer", "pre_ln_layer"],
     "07": ["mlm_head", "hf_to_ours", "count_parameters"],
-    "08": ["role_score", "attention_rollout", "mean_pooling"],
+    "08": list(registry.NOTEBOOK_ASKS["08"]),
     "09": list(registry.NOTEBOOK_ASKS["09"]),
     "10": ["classification_logits", "choose_on_dev", "predict_labels"],
     "11": ["window_spans", "merge_softmax_blocks", "local_global_mask"],

@@ -1,10 +1,19 @@
-"""Exercises of notebook 08: ``role_score``, ``attention_rollout`` and ``mean_pooling``.
+"""Exercises of notebook 08: ``word_piece_targets`` and ``value_weighted_norms``.
 
-Their mistakes are the slips of measuring a model: a score divided by every query instead of the
-queries that have a target, a map read by its columns, a sum of targets turned into a mean; a
-rollout without the residual identity, multiplied in the wrong order or fed the heads' sum; a
-sentence embedding that averages the padding in, divides by the padded length, or is normalised
-too early.
+``word_piece_targets`` is the first half of an experiment: a role of the learner's own (the other
+pieces of a token's word), which the notebook's next cell scores on every head, so that the learner
+finds its head and asks whether it is a new one. Its mistakes: the token itself counted, the pieces
+of one word told apart from its first piece, only the neighbouring piece, only the earlier pieces,
+the same token string instead of the same word. ``value_weighted_norms`` is the value side of
+attention, ||a_ij v_j W_O^h|| (Kobayashi et al. 2020), which the notebook uses without showing its
+code. Its mistakes: W_O left out, the weight reshaped without its transpose, the head's rows of the
+weight instead of its columns, the attention left out or the norm indexed by the query, a squared norm.
+
+The exercises notebook 08 asked for before, ``role_score``, ``attention_rollout`` and ``mean_pooling``,
+stay checkable by name (``registry.RETIRED``): the package's own functions imported in the notebook
+answered them. Their cases vary one property at a time: role scores with one target per query or
+several, with and without head axes; mean pooling with the padding at the end, at the start (left
+padding) and in holes inside the sentence, so that a mean over the first n tokens is caught.
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..inside import attention_rollout, role_score, role_targets
+from ..inside import attention_rollout, role_score, role_targets, value_weighted_norms, word_piece_targets
 from ..pooling import mean_pooling
 from .random_inputs import _randn
 from .records import Case, Exercise, Mistake
@@ -30,16 +39,23 @@ _REPEATS = ["[CLS]", "the", "dog", "and", "the", "cat", "and", "the", "bird", "[
 
 
 def _role_cases(g):
+    """One property at a time: head axes in front or not, one target per query or several."""
+    six = ["[CLS]", "a", "b", "c", "d", "[SEP]"]
     return [
         Case(
-            "one head, 6 tokens, previous-token targets (the first query has none)",
-            (_attention(g, 6, 6), role_targets(["[CLS]", "a", "b", "c", "d", "[SEP]"])["previous token"]),
+            "one map, 6 tokens, previous-token targets (one per query; the first query has none)",
+            (_attention(g, 6, 6), role_targets(six)["previous token"]),
             ("unbatched",),
         ),
         Case(
-            "3 heads, a sentence pair of 10 tokens, [SEP] targets (two keys for every query)",
-            (_attention(g, 3, 10, 10), role_targets(_PAIR)["[SEP]"]),
+            "3 heads, 6 tokens, previous-token targets (one per query; the first query has none)",
+            (_attention(g, 3, 6, 6), role_targets(six)["previous token"]),
             ("batched",),
+        ),
+        Case(
+            "one map, a sentence pair of 10 tokens, [SEP] targets (two keys for every query)",
+            (_attention(g, 10, 10), role_targets(_PAIR)["[SEP]"]),
+            ("unbatched",),
         ),
         Case(
             "2 layers x 4 heads, 10 tokens, same-word targets: 'the' has two other copies, most words none",
@@ -248,19 +264,34 @@ ATTENTION_ROLLOUT = Exercise(
 
 
 def _pooling_cases(g):
+    """One property at a time, from a right-padded batch: the mask's dtype, left padding, holes, no padding, None."""
     return [
         Case(
-            "2 sentences of 5 and 3 tokens, padded to 5, a 0/1 long mask, hidden 4",
+            "2 sentences of 5 and 3 tokens, padded at the end to 5, a 0/1 long mask, hidden 4",
             (_randn(g, 2, 5, 4), torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])),
             ("batched", "masked"),
         ),
         Case(
-            "3 sentences of 4, 1 and 2 tokens, a bool mask, hidden 6",
-            (_randn(g, 3, 4, 6), torch.tensor([[True] * 4, [True] + [False] * 3, [True, True, False, False]])),
+            "the same, with a bool mask",
+            (_randn(g, 2, 5, 4), torch.tensor([[True] * 5, [True, True, True, False, False]])),
             ("batched", "masked"),
         ),
-        Case("1 sentence of 4 tokens, no padding, hidden 3", (_randn(g, 1, 4, 3), torch.ones(1, 4, dtype=torch.long))),
-        Case("attention_mask left out: 2 sentences of 3 tokens, hidden 4", (_randn(g, 2, 3, 4),), ("defaults",)),
+        Case(
+            "2 sentences of 5 and 3 tokens, the padding at the start (left padding), a 0/1 long mask, hidden 4",
+            (_randn(g, 2, 5, 4), torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]])),
+            ("batched", "masked"),
+        ),
+        Case(
+            "2 sentences of 5 and 3 tokens, the second with holes in its mask (1, 0, 1, 0, 1), hidden 4",
+            (_randn(g, 2, 5, 4), torch.tensor([[1, 1, 1, 1, 1], [1, 0, 1, 0, 1]])),
+            ("batched", "masked"),
+        ),
+        Case(
+            "2 sentences of 5 tokens, no padding (a mask of ones), hidden 4",
+            (_randn(g, 2, 5, 4), torch.ones(2, 5, dtype=torch.long)),
+            ("batched", "masked"),
+        ),
+        Case("attention_mask left out: 2 sentences of 5 tokens, hidden 4", (_randn(g, 2, 5, 4),), ("defaults",)),
     ]
 
 
@@ -295,6 +326,17 @@ def _pooling_over_features(last_hidden_state, attention_mask=None):
 
 def _pooling_cls_vector(last_hidden_state, attention_mask=None):
     return last_hidden_state[:, 0]
+
+
+def _pooling_first_tokens(last_hidden_state, attention_mask=None):
+    counts = _mask_or_ones(last_hidden_state, attention_mask).sum(dim=1).long()
+    return torch.stack([row[:count].mean(dim=0) for row, count in zip(last_hidden_state, counts, strict=True)])
+
+
+def _pooling_cut_at_the_first_pad(last_hidden_state, attention_mask=None):
+    mask = _mask_or_ones(last_hidden_state, attention_mask)
+    ends = [int(row.argmin()) if (row == 0).any() else len(row) for row in mask]
+    return torch.stack([row[:end].mean(dim=0) for row, end in zip(last_hidden_state, ends, strict=True)])
 
 
 def _pooling_default_not_handled(last_hidden_state, attention_mask=None):
@@ -346,9 +388,291 @@ MEAN_POOLING = Exercise(
             _pooling_cls_vector,
         ),
         Mistake(
+            "the mean of the first n tokens (padding assumed at the end)",
+            "the mask marks real tokens wherever they stand: the padding may come first (left padding) or leave "
+            "holes, so weight every position by its own mask value instead of taking the first n vectors.",
+            _pooling_first_tokens,
+        ),
+        Mistake(
+            "the sentence cut at its first padding position",
+            "a 0 in the mask need not end the sentence (left padding, holes): keep every position whose mask is 1.",
+            _pooling_cut_at_the_first_pad,
+        ),
+        Mistake(
             "the default `attention_mask=None` not handled",
             "when the caller leaves the mask out it is None: every token is real then, so use a mask of ones.",
             _pooling_default_not_handled,
+        ),
+    ),
+)
+
+
+# --- word_piece_targets -------------------------------------------------------------------------
+
+
+def _word_piece_cases(g):
+    return [
+        Case(
+            "6 tokens, no word split into pieces: no query has a target",
+            (["[CLS]", "the", "cat", "sat", ".", "[SEP]"],),
+        ),
+        Case(
+            "7 tokens, one word of two pieces in the middle: 'catalogue ##d'",
+            (["[CLS]", "she", "catalogue", "##d", "it", ".", "[SEP]"],),
+        ),
+        Case(
+            "9 tokens, a word of five pieces right after [CLS]: 'un ##bel ##ie ##va ##bly'",
+            (["[CLS]", "un", "##bel", "##ie", "##va", "##bly", "true", ".", "[SEP]"],),
+        ),
+        Case(
+            "12 tokens, two split words side by side, and the same word twice ('photos ##yn ##thesis' ... 'photos')",
+            (["[CLS]", "the", "photos", "##yn", "##thesis", "kit", "##s", "need", "photos", "of", "it", "[SEP]"],),
+        ),
+        Case(
+            "11 tokens, a split word that comes back: 'shard ##s' twice",
+            (["[CLS]", "shard", "##s", "and", "more", "shard", "##s", "here", "too", ".", "[SEP]"],),
+        ),
+    ]
+
+
+def _word_ids(tokens):
+    return torch.tensor([not token.startswith("##") for token in tokens]).cumsum(dim=0)
+
+
+def _wp_self_included(tokens):
+    word = _word_ids(tokens)
+    return word[:, None] == word[None, :]
+
+
+def _wp_pieces_only(tokens):
+    pieces = torch.tensor([token.startswith("##") for token in tokens])
+    return word_piece_targets(tokens) & pieces[:, None] & pieces[None, :]
+
+
+def _wp_neighbours_only(tokens):
+    positions = torch.arange(len(tokens))
+    return word_piece_targets(tokens) & ((positions[:, None] - positions[None, :]).abs() == 1)
+
+
+def _wp_earlier_only(tokens):
+    positions = torch.arange(len(tokens))
+    return word_piece_targets(tokens) & (positions[None, :] < positions[:, None])
+
+
+def _wp_first_piece_only(tokens):
+    starts = torch.tensor([not token.startswith("##") for token in tokens])
+    return word_piece_targets(tokens) & starts[None, :]
+
+
+def _wp_same_token(tokens):
+    positions = torch.arange(len(tokens))
+    same = torch.tensor([[a == b for b in tokens] for a in tokens])
+    return same & (positions[:, None] != positions[None, :])
+
+
+def _wp_same_word_anywhere(tokens):
+    words, current = [], ""
+    for token in tokens:
+        current = current + token[2:] if token.startswith("##") else token
+        words.append(current)
+    spelled = []
+    for index in range(len(tokens)):
+        end = index
+        while end + 1 < len(tokens) and tokens[end + 1].startswith("##"):
+            end += 1
+        spelled.append(words[end])
+    word = _word_ids(tokens)
+    positions = torch.arange(len(tokens))
+    text_same = torch.tensor([[a == b for b in spelled] for a in spelled])
+    split = torch.tensor([(word == w).sum() > 1 for w in word])
+    return text_same & split[:, None] & (positions[:, None] != positions[None, :])
+
+
+def _explain_word_piece_targets(case, value, expected):
+    if not isinstance(value, torch.Tensor) or value.shape != expected.shape:
+        return None
+    tokens = case.args[0]
+    wrong = (value.bool() != expected).nonzero().tolist()
+    if not wrong:
+        return None
+    i, j = wrong[0]
+    should = "should be" if bool(expected[i, j]) else "should not be"
+    return f"the first wrong entry is query {i} {tokens[i]!r}, key {j} {tokens[j]!r}: it {should} a target."
+
+
+WORD_PIECE_TARGETS = Exercise(
+    name="word_piece_targets",
+    reference=word_piece_targets,
+    prompt="your function receives `tokens`, a list of WordPiece tokens of one sentence ([CLS] and [SEP] included; "
+    "a token that starts with '##' continues the word before it); it returns a bool tensor (seq, seq), True at "
+    "(i, j) when j is not i and tokens j and i are pieces of the same word ('catalogue', '##d'). A word of one "
+    "piece, a special token or a punctuation mark has no target.",
+    start="number the words: a token that does not start with '##' begins a new word, and a running count "
+    "(`torch.cumsum`) over those beginnings gives every piece its word's number.",
+    make_cases=_word_piece_cases,
+    axes={"": ("query rows", "key columns")},
+    explain=_explain_word_piece_targets,
+    notebook="08",
+    mistakes=(
+        Mistake(
+            "the token itself counted as a target",
+            "a piece is not its own target: leave out j = i (the diagonal).",
+            _wp_self_included,
+        ),
+        Mistake(
+            "the word's first piece left out",
+            "the first piece ('catalogue' of 'catalogue ##d') is a piece of the word too: it is a target of "
+            "the '##' pieces, and they are its targets.",
+            _wp_pieces_only,
+        ),
+        Mistake(
+            "only the neighbouring pieces",
+            "every other piece of the word is a target, not only the one next to it: a word of five pieces "
+            "gives each piece four targets.",
+            _wp_neighbours_only,
+        ),
+        Mistake(
+            "only the earlier pieces",
+            "the role looks both ways: the first piece's targets are the pieces after it.",
+            _wp_earlier_only,
+        ),
+        Mistake(
+            "only the word's first piece as a target",
+            "every other piece of the word is a target, the '##' pieces too.",
+            _wp_first_piece_only,
+        ),
+        Mistake(
+            "the same token string instead of the same word",
+            "two tokens that are spelled alike but stand in different words are not targets; pieces of one "
+            "word are, however they are spelled.",
+            _wp_same_token,
+        ),
+        Mistake(
+            "the same whole word anywhere in the sentence",
+            "only the pieces of *this* occurrence of the word count: a second 'shard ##s' further on is another word.",
+            _wp_same_word_anywhere,
+        ),
+    ),
+)
+
+
+# --- value_weighted_norms -----------------------------------------------------------------------
+
+
+def _value_case(g, leading, heads, seq, d_k, hidden):
+    attention = _attention(g, *leading, heads, seq, seq)
+    values = _randn(g, *leading, heads, seq, d_k)
+    values[..., 0, :] *= 0.05  # key 0 sends a short vector, as [CLS] does in the sink heads
+    return (attention, values, _randn(g, hidden, heads * d_k))
+
+
+def _value_cases(g):
+    return [
+        Case(
+            "one sentence: 2 heads, 5 tokens, d_k 3, hidden 6 (= heads x d_k)",
+            _value_case(g, (), 2, 5, 3, 6),
+            ("unbatched", "square"),
+        ),
+        Case(
+            "a batch of 2 sentences: 2 heads, 5 tokens, d_k 3, hidden 6",
+            _value_case(g, (2,), 2, 5, 3, 6),
+            ("batched", "square"),
+        ),
+        Case(
+            "one sentence: 2 heads, 5 tokens, d_k 3, hidden 4 (not heads x d_k)",
+            _value_case(g, (), 2, 5, 3, 4),
+            ("unbatched", "non-square"),
+        ),
+        Case(
+            "one sentence: 4 heads, 6 tokens, d_k 2, hidden 8",
+            _value_case(g, (), 4, 6, 2, 8),
+            ("unbatched", "square"),
+        ),
+    ]
+
+
+def _per_head_weight(output_weight, heads, d_k):
+    return output_weight.T.reshape(heads, d_k, -1)
+
+
+def _vwn_no_output_projection(attention, values, output_weight):
+    return attention * values.norm(dim=-1)[..., None, :]
+
+
+def _vwn_weight_not_transposed(attention, values, output_weight):
+    heads, d_k = values.shape[-3], values.shape[-1]
+    return attention * (values @ output_weight.reshape(heads, d_k, -1)).norm(dim=-1)[..., None, :]
+
+
+def _vwn_rows_of_the_weight(attention, values, output_weight):
+    heads, d_k = values.shape[-3], values.shape[-1]
+    rows = torch.stack([output_weight[h * d_k : (h + 1) * d_k] for h in range(heads)])
+    return attention * (values @ rows).norm(dim=-1)[..., None, :]
+
+
+def _vwn_attention_left_out(attention, values, output_weight):
+    heads, d_k = values.shape[-3], values.shape[-1]
+    norms = (values @ _per_head_weight(output_weight, heads, d_k)).norm(dim=-1)
+    return norms[..., None, :].expand_as(attention)
+
+
+def _vwn_norm_by_query(attention, values, output_weight):
+    heads, d_k = values.shape[-3], values.shape[-1]
+    norms = (values @ _per_head_weight(output_weight, heads, d_k)).norm(dim=-1)
+    return attention * norms[..., :, None]
+
+
+def _vwn_squared_norm(attention, values, output_weight):
+    heads, d_k = values.shape[-3], values.shape[-1]
+    norms = (values @ _per_head_weight(output_weight, heads, d_k)).norm(dim=-1)
+    return attention * norms[..., None, :] ** 2
+
+
+VALUE_WEIGHTED_NORMS = Exercise(
+    name="value_weighted_norms",
+    reference=value_weighted_norms,
+    prompt="your function receives `attention` (..., heads, seq, seq), the attention weights a_ij (rows are "
+    "queries), `values` (..., heads, seq, d_k), each head's value vectors v_j, and `output_weight` "
+    "(hidden, heads * d_k), the `nn.Linear` weight of the output projection W_O (out x in, so the output is "
+    "`merged @ output_weight.T`); it returns (..., heads, seq, seq): the length of what key j adds to query i's "
+    "output through head h, ||a_ij v_j W_O^h||, where W_O^h is head h's part of the projection.",
+    start="find head h's part of the projection first: the merged context puts the heads side by side, so head h "
+    "owns d_k consecutive *columns* of `output_weight`; a vector of length d_k times that part has length hidden.",
+    make_cases=_value_cases,
+    axes={"": ("query rows", "key columns")},
+    notebook="08",
+    mistakes=(
+        Mistake(
+            "W_O left out (the norm of v_j alone)",
+            "what a key adds to the output is v_j W_O^h, not v_j: W_O can stretch some values and shrink others.",
+            _vwn_no_output_projection,
+        ),
+        Mistake(
+            "the weight reshaped without its transpose",
+            "`output_weight` is (out, in): head h's numbers are its columns, so transpose before splitting it "
+            "into heads (`output_weight.T` is (heads * d_k, hidden)).",
+            _vwn_weight_not_transposed,
+        ),
+        Mistake(
+            "the head's rows of the weight instead of its columns",
+            "the weight of `nn.Linear` is (out, in) and the heads are on the *in* side: take head h's d_k "
+            "columns, not d_k rows.",
+            _vwn_rows_of_the_weight,
+        ),
+        Mistake(
+            "the attention weight left out",
+            "multiply each ||v_j W_O^h|| by the attention a_ij that query i gives key j.",
+            _vwn_attention_left_out,
+        ),
+        Mistake(
+            "the norm indexed by the query",
+            "the vector that travels is the key's: ||v_j W_O^h|| belongs to column j, so broadcast it along the rows.",
+            _vwn_norm_by_query,
+        ),
+        Mistake(
+            "a squared norm",
+            "the length is the norm itself, `.norm(dim=-1)`, not its square.",
+            _vwn_squared_norm,
         ),
     ),
 )

@@ -4,7 +4,8 @@
                                            one head enlarged, with its token labels (bertviz's model view)
     NeuronViewExplorer(model, tokenizer)   one head's query and key vectors, q * k element by element,
                                            the score q . k / sqrt(d_k) and the softmax over the row
-                                           (bertviz's neuron view)
+                                           (bertviz's neuron view), in the head's dimensions or in its
+                                           own directions (the singular directions of W_Q W_K^T)
 
 bertviz draws these views in the browser with JavaScript from a CDN, so they stay blank offline and
 in JupyterLab; its neuron view needs bertviz's own copies of the models. These are drawn with
@@ -44,6 +45,7 @@ COLORMAP = "viridis"
 # Fixed placements, no layout engine: a constrained layout would double the time of every redraw.
 # Token labels that reach past the figure's edge are kept by the inline backend's tight bounding box.
 MODEL_VIEW_GRID = {"width_ratios": [1.5, 1.0], "left": 0.05, "right": 0.97, "bottom": 0.1, "top": 0.92, "wspace": 0.25}
+BASES = {"dimensions": "dimensions", "directions of W_Q W_K^T": "directions"}  # label -> value
 NEURON_VIEW_GRID = {"left": 0.1, "right": 0.97, "bottom": 0.16, "top": 0.9, "hspace": 0.75, "wspace": 0.3}
 
 
@@ -182,10 +184,16 @@ class NeuronViewExplorer(_Messages, _Explorer):
     whole row of the query -- the scores q_i . k / sqrt(d_k) for every key (bottom left) and the
     softmax that turns them into attention weights (bottom right), key j marked.
 
+    ``basis`` chooses the coordinates: "dimensions", the head's 32 numbers as the model computes
+    them, or "directions", the same vectors along the singular directions of W_Q W_K^T, strongest
+    first (``bertcourse.inside.head_directions``). A dimension depends on an arbitrary choice of axes
+    (rotate q and k alike and no score changes); the directions do not. The product sums to the
+    same score in both.
+
     Controls: ``text``, ``layer``, ``head``, ``query``, ``key`` (token positions; the lists follow
-    the sentence). ``key=None`` starts on the key the query attends to most. ``drawn``: matrix --
-    (3, d_k): q_i, k_j, q_i * k_j --, q, k, product, score (float), scores (seq,), weights (seq,),
-    tokens, layer, head, query, key, title, figure, message.
+    the sentence), ``basis``. ``key=None`` starts on the key the query attends to most. ``drawn``:
+    matrix -- (3, d_k): q_i, k_j, q_i * k_j --, q, k, product, score (float), scores (seq,), weights
+    (seq,), tokens, layer, head, query, key, basis, title, figure, message.
     """
 
     CACHED_VIEWS = 32  # (sentence, layer, head) whose vectors are kept
@@ -199,6 +207,7 @@ class NeuronViewExplorer(_Messages, _Explorer):
         head: int = 0,
         query: int = 1,
         key: int | None = None,
+        basis: str = "dimensions",
     ):
         bert = _bert_of(model)
         self.model, self.tokenizer = model, tokenizer
@@ -212,6 +221,8 @@ class NeuronViewExplorer(_Messages, _Explorer):
         if key is None:
             key = int(view.weights[query].argmax())
         _require_in_range("key", key, 0, seq - 1)
+        if basis not in BASES.values():
+            raise ValueError(f"`basis` must be one of {tuple(BASES.values())}, got {basis!r}.")
         self.text = widgets.Text(
             value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
         )
@@ -222,12 +233,21 @@ class NeuronViewExplorer(_Messages, _Explorer):
         options = _token_options(view.tokens)
         self.query = widgets.Dropdown(options=options, value=query, description="query")
         self.key = widgets.Dropdown(options=options, value=key, description="key")
+        self.basis = widgets.ToggleButtons(options=list(BASES.items()), value=basis, description="basis")
         self._tokens = view.tokens
-        controls = {"text": self.text, "layer": self.layer, "head": self.head, "query": self.query, "key": self.key}
+        controls = {
+            "text": self.text,
+            "layer": self.layer,
+            "head": self.head,
+            "query": self.query,
+            "key": self.key,
+            "basis": self.basis,
+        }
         rows = [
             self.text,
             widgets.HBox([self.layer, self.head]),
             widgets.HBox([self.query, self.key]),
+            self.basis,
             self._status_widget(),
         ]
         self._assemble_observed(controls, rows)
@@ -278,8 +298,8 @@ class NeuronViewExplorer(_Messages, _Explorer):
             self._tokens = tokens
         return self.query.value, self.key.value
 
-    def _draw(self, text: str, layer: int, head: int, query: int, key: int) -> dict:
-        values = {"text": text, "layer": layer, "head": head, "query": query, "key": key}
+    def _draw(self, text: str, layer: int, head: int, query: int, key: int, basis: str = "dimensions") -> dict:
+        values = {"text": text, "layer": layer, "head": head, "query": query, "key": key, "basis": basis}
         try:
             view = self.view_for(text, layer, head)
         except (TypeError, ValueError) as error:
@@ -287,7 +307,13 @@ class NeuronViewExplorer(_Messages, _Explorer):
         query, key = self._follow_sentence(view.tokens)
         self._ok()
         tokens = view.tokens
-        q, k, product = view.q[query], view.k[key], view.product(query, key)  # (d_k,) each
+        if basis == "directions":
+            q, k = view.q_directions[query], view.k_directions[key]  # (d_k,) each
+            axis = f"direction of W_Q W_K^T, strongest first (d_k = {view.d_k})"
+        else:
+            q, k = view.q[query], view.k[key]  # (d_k,) each
+            axis = f"dimension of the head (d_k = {view.d_k})"
+        product = view.product(query, key, basis)  # (d_k,)
         scores, weights = view.scores[query], view.weights[query]  # (seq,) each
         score = float(scores[key])
         figure, axes = plt.subplots(2, 2, figsize=(10.0, 6.6), gridspec_kw=NEURON_VIEW_GRID)
@@ -297,14 +323,14 @@ class NeuronViewExplorer(_Messages, _Explorer):
             torch.stack([q, k]).numpy(), cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest"
         )
         ax_vectors.set_yticks([0, 1], [f"q of {tokens[query]!r}", f"k of {tokens[key]!r}"])
-        ax_vectors.set_xlabel(f"dimension of the head (d_k = {view.d_k})")
+        ax_vectors.set_xlabel(axis, fontsize=9)
         ax_vectors.set_title("query and key vectors", fontsize=10)
         figure.colorbar(image, ax=ax_vectors, label="value")
         dims = np.arange(view.d_k)
         colors = np.where(product.numpy() >= 0, "#c0392b", "#2e6fbf")
         ax_product.bar(dims, product.numpy(), color=colors)
         ax_product.axhline(0.0, color="black", linewidth=0.6)
-        ax_product.set_xlabel("dimension")
+        ax_product.set_xlabel(basis[:-1])
         ax_product.set_ylabel("q_i * k_j")
         ax_product.set_title(
             f"q * k: sum {float(product.sum()):.1f}, / sqrt({view.d_k}) = score {score:.2f}", fontsize=10
@@ -330,6 +356,7 @@ class NeuronViewExplorer(_Messages, _Explorer):
             "head": head,
             "query": query,
             "key": key,
+            "basis": basis,
             "title": title,
             "figure": figure,
             "message": None,
