@@ -1,5 +1,6 @@
 """WindowExplorer (notebook 11): every control moved from Python, what was drawn checked against
-bertcourse.long_inputs, and bad settings shown as a message in the figure instead of an exception."""
+bertcourse.long_inputs and, with the model, against the semantic search of section 3.5 (each window's
+cosine with the query); bad settings shown as a message in the figure instead of an exception."""
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -25,6 +26,38 @@ def tok():
     return bc.WordPieceTokenizer.from_folder(default_weights_dir())
 
 
+@pytest.fixture(scope="module")
+def model():
+    return bc.load_pretrained()[0]
+
+
+def test_with_the_model_each_window_gets_its_cosine_with_the_query(tok, model):
+    explorer = WindowExplorer(tok, model, window=16, stride=12)
+    drawn = explorer.drawn
+    ids = li.content_ids(tok, explorer.text.value)
+    with torch.no_grad():
+        windows = bc.pooling.sentence_embeddings(model, li.window_batch(ids, drawn["spans"], tok))
+        query = bc.pooling.sentence_embeddings(model, tok([explorer.query.value]))[0]
+    torch.testing.assert_close(drawn["similarities"], windows @ query)
+    assert drawn["best"] == int((windows @ query).argmax())
+    assert len(drawn["figure"].axes) == 2  # the windows, and the cosines beside them
+    start, end = drawn["spans"][drawn["best"]].tolist()
+    assert "yorick" in tok.decode(ids[start:end])  # "Who was the jester?" finds the jester's window
+    assert drawn["title"].endswith(f"best window: {drawn['best']} (cosine {float(drawn['similarities'].max()):.2f})")
+    explorer.query.value = "Hamlet pretends to be mad."
+    assert not torch.equal(explorer.drawn["similarities"], drawn["similarities"])
+    explorer.stride.value = 4
+    assert explorer.drawn["similarities"].shape == (len(explorer.drawn["spans"]),)
+    explorer.query.value = "  "
+    assert explorer.drawn["similarities"] is None and explorer.drawn["best"] is None
+    assert len(explorer.drawn["figure"].axes) == 1
+
+
+def test_without_the_model_there_is_no_query_box(tok):
+    explorer = WindowExplorer(tok)
+    assert not hasattr(explorer, "query") and explorer.drawn["similarities"] is None
+
+
 def test_the_explorer_draws_the_packages_windows_and_owners(tok):
     explorer = WindowExplorer(tok, window=12, stride=8)
     drawn = explorer.drawn
@@ -43,7 +76,7 @@ def test_the_explorer_draws_the_packages_windows_and_owners(tok):
 
 
 def test_moving_the_sliders_and_typing_a_text_redraws(tok):
-    explorer = WindowExplorer(tok)
+    explorer = WindowExplorer(tok, window=12, stride=8)
     explorer.window.value, explorer.stride.value = 6, 2
     assert torch.equal(explorer.drawn["spans"], li.window_spans(len(explorer.drawn["tokens"]), 6, 2))
     explorer.text.value = "To be, or not to be, that is the question."

@@ -1,11 +1,18 @@
-"""The explorer of notebook 11: where sliding windows fall, and which window each token's output comes from.
+"""The explorer of notebook 11: where sliding windows fall, which window each token's output comes from,
+and, with a model, which window answers a query.
 
 Type a text, choose the window and the stride, and see every window as a row over the text's
 tokens: light where the window covers a token, dark where that window is the one the token's
-output is taken from (the window where it sits most centrally). The picture is drawn from
-``bertcourse.long_inputs``' ``window_spans`` and ``central_windows``, so what it shows is what
-the package computes. A choice that cannot work (a stride not smaller than the window, an empty
-text, a text too long to draw) is said in the figure, not raised.
+output is taken from (the window where it sits most centrally). Given the model, the explorer
+also embeds every window as section 3.5 does (each window framed by [CLS] and [SEP], mean-pooled,
+normalised) and a query you type, and draws each window's cosine with the query beside its row:
+the highest is the passage a semantic search returns. Move the stride and watch the answer's
+window change, or a sentence split between two windows lose to a window that holds it whole.
+
+The picture is drawn from ``bertcourse.long_inputs``' ``window_spans``, ``central_windows`` and
+``window_batch`` and ``bertcourse.pooling.sentence_embeddings``, so what it shows is what the
+package computes. A choice that cannot work (a stride not smaller than the window, an empty text,
+a text too long to draw) is said in the figure, not raised.
 """
 
 from __future__ import annotations
@@ -16,37 +23,53 @@ import torch
 from matplotlib.colors import ListedColormap
 
 from .._validation import counted
-from ..long_inputs.windows import central_windows, check_window, content_ids, window_spans
+from ..long_inputs.windows import central_windows, check_window, content_ids, window_batch, window_spans
+from ..pooling import sentence_embeddings
 from ._base import NOTHING_TO_DRAW, WIDE, _Explorer, message_figure
 
 DEFAULT_LONG_TEXT = (
-    "Hamlet, Prince of Denmark, meets the ghost of his father on the castle walls at night, "
-    "and learns that his uncle Claudius poured poison into the sleeping king's ear."
+    "Hamlet, Prince of Denmark, meets the ghost of his father on the castle walls at night. The ghost says "
+    "that his brother Claudius poured poison into his ear while he slept in the garden. Hamlet pretends to be "
+    "mad and stages a play that shows the murder, to watch the new king's face. Later a gravedigger hands him "
+    "the skull of Yorick, the jester he loved as a child."
 )
+DEFAULT_QUERY = "Who was the jester?"
 COLOURS = ListedColormap(["#f2f2f2", "#9ecae1", "#08519c"])  # not covered, covered, the token's output
 
 
 class WindowExplorer(_Explorer):
-    """Sliding windows over a text you type: which tokens each window covers, and each token's window.
+    """Sliding windows over a text you type: which tokens each window covers, each token's window, and
+    (given ``model``) each window's cosine with a query.
 
-    ``tokenizer``: a ``bertcourse.WordPieceTokenizer`` (e.g. from ``bertcourse.load_pretrained()``).
+    ``tokenizer``: a ``bertcourse.WordPieceTokenizer`` (e.g. from ``bertcourse.load_pretrained()``);
+    ``model``: the matching ``BertModel``, or None for the windows alone.
     Controls: ``text`` (a box of several lines, where Enter starts a new line: the picture redraws when
-    you click outside it), ``window`` and ``stride`` (in tokens; the stride is how far a window moves).
+    you click outside it), ``window`` and ``stride`` (in tokens; the stride is how far a window moves,
+    not Hugging Face's overlap), and with a model ``query`` (redraws on Enter).
     ``drawn``: matrix -- (n_windows, n_tokens), 0 = not covered, 1 = covered, 2 = the token's output
-    comes from this window --, tokens, spans (n_windows, 2), owner (the
-    window of each token's output), message (None, or why nothing could be drawn), title, figure.
+    comes from this window --, tokens, spans (n_windows, 2), owner (the window of each token's output),
+    similarities ((n_windows,) cosines of the windows' embeddings with the query's, or None), best (the
+    window with the highest cosine, or None), message (None, or why nothing could be drawn), title, figure.
     """
 
     MAX_TOKENS = 120  # more tokens than this would not be readable as tick labels
     MAX_WINDOW = 48
 
-    def __init__(self, tokenizer, text: str = DEFAULT_LONG_TEXT, window: int = 12, stride: int = 8):
+    def __init__(
+        self,
+        tokenizer,
+        model=None,
+        text: str = DEFAULT_LONG_TEXT,
+        query: str = DEFAULT_QUERY,
+        window: int = 16,
+        stride: int = 12,
+    ):
         check_window(window, stride)
         if window > self.MAX_WINDOW:
             raise ValueError(f"`window` must be at most {self.MAX_WINDOW} tokens in this explorer, got {window}.")
-        self.tokenizer = tokenizer
+        self.tokenizer, self.model = tokenizer, model
         self.text = widgets.Textarea(
-            value=text, description="text", continuous_update=False, layout=widgets.Layout(width="720px", height="64px")
+            value=text, description="text", continuous_update=False, layout=widgets.Layout(width="720px", height="80px")
         )
         self.window = widgets.IntSlider(
             value=window, min=2, max=self.MAX_WINDOW, description="window", continuous_update=False, style=WIDE
@@ -55,19 +78,28 @@ class WindowExplorer(_Explorer):
             value=stride, min=1, max=self.MAX_WINDOW, description="stride", continuous_update=False, style=WIDE
         )
         controls = {"text": self.text, "window": self.window, "stride": self.stride}
-        self._assemble(controls, [self.text, widgets.HBox([self.window, self.stride])])
+        rows = [self.text, widgets.HBox([self.window, self.stride])]
+        if model is not None:
+            self.query = widgets.Text(
+                value=query, description="query", continuous_update=False, layout=widgets.Layout(width="720px")
+            )
+            controls["query"] = self.query
+            rows.insert(1, self.query)
+        self._assemble(controls, rows)
 
-    def _draw(self, text: str, window: int, stride: int) -> dict:
+    def _draw(self, text: str, window: int, stride: int, query: str = "") -> dict:
         tokens, spans, message = self._windows(text, window, stride)
         if message is not None:
-            figure, title = message_figure(message, height=1.6), NOTHING_TO_DRAW
+            figure = message_figure(message, height=1.6)
             return {
                 "matrix": None,
                 "tokens": tokens,
                 "spans": None,
                 "owner": None,
+                "similarities": None,
+                "best": None,
                 "message": message,
-                "title": title,
+                "title": NOTHING_TO_DRAW,
                 "figure": figure,
             }
         owner = central_windows(spans)  # (n_tokens,)
@@ -75,26 +107,63 @@ class WindowExplorer(_Explorer):
         covered = (positions >= spans[:, :1]) & (positions < spans[:, 1:])  # (n_windows, n_tokens)
         matrix = covered.long()
         matrix[owner, positions] = 2
+        similarities = self._similarities(text, spans, query)  # (n_windows,) or None
+        best = None if similarities is None else int(similarities.argmax())
         title = (
             f"window {window}, stride {stride}: {counted(spans.shape[0], 'window')} over "
             f"{counted(len(tokens), 'token')}, overlap {window - stride}"
         )
-        figure, ax = plt.subplots(figsize=(min(2 + 0.16 * len(tokens), 16), 1.2 + 0.3 * spans.shape[0]))
-        ax.imshow(matrix.numpy(), cmap=COLOURS, vmin=0, vmax=2, aspect="auto", interpolation="nearest")
-        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
-        ax.set_yticks(range(spans.shape[0]), [f"window {i}: [{s}, {e})" for i, (s, e) in enumerate(spans.tolist())])
-        ax.set_xlabel("token (dark: its output comes from this window, where it sits most centrally)")
-        ax.set_title(title)
-        figure.tight_layout()
+        if best is not None:
+            title += f"; the query's best window: {best} (cosine {float(similarities[best]):.2f})"
+        figure = self._figure(tokens, spans, matrix, similarities, best, title)
         return {
             "matrix": matrix,
             "tokens": tokens,
             "spans": spans,
             "owner": owner,
+            "similarities": similarities,
+            "best": best,
             "message": None,
             "title": title,
             "figure": figure,
         }
+
+    def _similarities(self, text: str, spans: torch.Tensor, query: str):
+        """Each window's cosine with the query, as section 3.5's search computes it; None without a model or query."""
+        if self.model is None or not query.strip():
+            return None
+        ids = content_ids(self.tokenizer, text)  # (n_tokens,)
+        device = next(self.model.parameters()).device
+        windows = {name: t.to(device) for name, t in window_batch(ids, spans, self.tokenizer).items()}
+        asked = {name: t.to(device) for name, t in self.tokenizer([query]).items()}
+        with torch.no_grad():
+            window_vectors = sentence_embeddings(self.model, windows)  # (n_windows, hidden), unit rows
+            query_vector = sentence_embeddings(self.model, asked)[0]  # (hidden,)
+        return (window_vectors @ query_vector).cpu()  # (n_windows,): cosines
+
+    @staticmethod
+    def _figure(tokens, spans, matrix, similarities, best, title):
+        n_windows = spans.shape[0]
+        width = min(2 + 0.16 * len(tokens), 16)
+        height = 1.2 + 0.3 * n_windows
+        if similarities is None:
+            figure, ax = plt.subplots(figsize=(width, height))
+        else:
+            figure, (ax, bars) = plt.subplots(
+                1, 2, figsize=(width + 3, height), gridspec_kw={"width_ratios": [width, 3]}, sharey=True
+            )
+            colours = ["#d95f02" if w == best else "#bdbdbd" for w in range(n_windows)]
+            bars.barh(range(n_windows), similarities.numpy(), color=colours)
+            bars.set_xlabel("cosine with the query")
+            bars.set_xlim(min(0.0, float(similarities.min()) - 0.05), 1.0)
+            bars.grid(axis="x", alpha=0.3)
+        ax.imshow(matrix.numpy(), cmap=COLOURS, vmin=0, vmax=2, aspect="auto", interpolation="nearest")
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
+        ax.set_yticks(range(n_windows), [f"window {i}: [{s}, {e})" for i, (s, e) in enumerate(spans.tolist())])
+        ax.set_xlabel("token (dark: its output comes from this window, where it sits most centrally)")
+        figure.suptitle(title, fontsize=10)
+        figure.tight_layout()
+        return figure
 
     def _windows(self, text: str, window: int, stride: int):
         """(tokens, spans, None), or (tokens, None, why nothing can be drawn): the package's own error message."""
