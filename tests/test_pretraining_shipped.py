@@ -59,3 +59,15 @@ def test_a_missing_shipped_run_says_which_command_makes_it(tmp_path):
         pretraining.load_shipped_run(tmp_path)
     with pytest.raises(FileNotFoundError, match="--control"):
         pretraining.load_length_control(tmp_path / "none.json")
+
+
+def test_the_long_control_is_the_shipped_recipe_at_full_length_and_ends_above_it():
+    _, _, record = pretraining.load_shipped_run()
+    control = pretraining.load_long_control()
+    assert control["recipe"] == {**record["recipe"], "short_steps": 0}
+    ours, theirs = record["held_out"], control["held_out"]  # pairs of 48 tokens
+    assert ours["baselines"] == pytest.approx(theirs["baselines"])  # the same held-out positions
+    assert theirs["model"]["mask_loss"] < theirs["baselines"]["mask_unigram_loss"]  # it leaves the line too ...
+    assert ours["model"]["mask_loss"] < theirs["model"]["mask_loss"] - 0.2  # ... less far than short pairs first
+    with pytest.raises(FileNotFoundError, match="--short-share 0"):
+        pretraining.load_long_control("none.json")
