@@ -133,3 +133,16 @@ def test_the_sampler_pitfalls():
     assert not torch.equal(*epochs)
     frozen = [rank_batch(data, step, 16, 0, 2, set_epoch=False)["input_ids"] for step in (0, 4)]
     assert torch.equal(*frozen)  # set_epoch forgotten: every epoch in the same order
+
+
+def test_the_global_mean_loss_of_rank_pairs_is_the_whole_batchs_mean_and_the_mean_of_means_is_not():
+    from bertcourse.distributed import global_mean_loss
+
+    losses = torch.rand(20, generator=torch.Generator().manual_seed(0)) * 5  # (20,) one loss per masked token
+    shares = losses.split([3, 0, 9, 8])  # 4 ranks holding different counts, one none
+    sums = torch.stack([share.sum() for share in shares])  # (4,)
+    counts = torch.tensor([len(share) for share in shares])  # (4,)
+    torch.testing.assert_close(global_mean_loss(sums, counts), losses.mean())
+    held = counts > 0
+    assert not torch.isclose((sums[held] / counts[held]).mean(), losses.mean())  # DDP's average of the means
+    assert global_mean_loss(torch.zeros(2), torch.zeros(2, dtype=torch.long)).isnan()  # no item anywhere

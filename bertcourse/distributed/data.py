@@ -16,6 +16,7 @@ the window exactly: the global batch of one process with ``world_size = 1``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -108,7 +109,11 @@ def rank_batch(
 def accumulation_step(model, batch: dict, optimizer, scheduler=None, *, micro_batches: int = 2, clip_norm=1.0):
     """One optimizer step on ``batch`` in ``micro_batches`` pieces: each loss divided by their
     number, gradients summed by ``backward``, one step. The same gradient as the whole batch at
-    once (losses with equal weights per row), in a fraction of the activation memory."""
+    once (losses with equal weights per row), in a fraction of the activation memory.
+
+    Under DDP every ``backward`` all-reduces the gradients; all but the last piece run inside
+    ``model.no_sync()``, so the ranks exchange the summed gradient once per step, not once per piece
+    (the result is the same, the communication is not)."""
     require_positive_int("micro_batches", micro_batches)
     rows = len(batch["input_ids"])
     if rows % micro_batches:
@@ -118,8 +123,10 @@ def accumulation_step(model, batch: dict, optimizer, scheduler=None, *, micro_ba
     total = 0.0
     for start in range(0, rows, size):
         part = {name: value[start : start + size] for name, value in batch.items()}  # (size, ...)
-        loss = model(**part).loss / micro_batches  # () one share of the batch's mean
-        loss.backward()  # adds to .grad
+        last = start + size == rows
+        with contextlib.nullcontext() if last or not hasattr(model, "no_sync") else model.no_sync():
+            loss = model(**part).loss / micro_batches  # () one share of the batch's mean
+            loss.backward()  # adds to .grad (and, for the last piece under DDP, all-reduces the sum)
         total += float(loss.detach())
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
     grad_norm = torch.nn.utils.clip_grad_norm_(parameters, clip_norm if clip_norm else math.inf)

@@ -80,18 +80,31 @@ EXERCISES: dict[str, Exercise] = {
         long_inputs.LOCAL_GLOBAL_MASK,
         precision.AVERAGE_GRADIENTS,
         precision.SCALER_UPDATE,
+        precision.GLOBAL_MEAN_LOSS,
+        precision.SAFE_LOSS_SCALE,
     )
 }
 
 # Exercises that no notebook asks for any more, kept checkable by name (a learner may have typed them):
-# a cell or a hint of notebook 09 answered them, or (08) the package functions that notebook imports.
+# a cell or a hint of notebook 09 answered them, or (08) the package functions that notebook imports, or (12)
+# a one-liner and a copy of LossScaler.update.
 RETIRED = frozenset(
-    {"mlm_corrupt", "truncate_pair", "mlm_accuracy", "role_score", "attention_rollout", "mean_pooling"}
+    {
+        "mlm_corrupt",
+        "truncate_pair",
+        "mlm_accuracy",
+        "role_score",
+        "attention_rollout",
+        "mean_pooling",
+        "average_gradients",
+        "scaler_update",
+    }
 )
 # The exercises a reworked notebook asks for, in its order (its check cells name these).
 NOTEBOOK_ASKS = {
     "08": ("word_piece_targets", "value_weighted_norms"),
     "09": ("masked_only_accuracy", "lr_multiplier", "whole_word_mask"),
+    "12": ("global_mean_loss", "safe_loss_scale"),
 }
 
 # The latest verdict of every exercise checked in this kernel, in the order they were first met.
