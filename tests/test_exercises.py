@@ -2,6 +2,7 @@
 mistakes nobody catalogued still get a useful message, and nothing a learner's function does or
 returns makes a checker raise, hang, print or change the notebook's state."""
 
+import dataclasses
 import math
 import random
 import sys
@@ -15,7 +16,18 @@ import torch
 import torch.nn.functional as F
 
 import bertcourse as bc
-from bertcourse.exercises import EXERCISES, CheckResult, check, diagnosis, progress, prompt, registry, sandbox, solution
+from bertcourse.exercises import (
+    EXERCISES,
+    CheckResult,
+    check,
+    diagnosis,
+    engine,
+    progress,
+    prompt,
+    registry,
+    sandbox,
+    solution,
+)
 
 NAMES = list(EXERCISES)
 MISTAKES = [
@@ -263,7 +275,8 @@ def test_swapped_arguments_are_explained():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_reference_is_correct(name):
-    result = check(name, EXERCISES[name].reference)
+    with engine.judging_the_package():  # outside it, the package's own function is told to write its own
+        result = check(name, EXERCISES[name].reference)
     assert isinstance(result, CheckResult)
     assert (result.status, result.passed, result.mistake) == ("correct", True, None), result.message
     cases = len(EXERCISES[name].cases())
@@ -498,9 +511,28 @@ def test_outputs_in_another_order_are_named():
     assert "Your function returned the right items in the order (q, v, k); return them as (q, k, v)." in message
 
 
+def with_case(name, make):
+    """Exercise ``name`` with one more case, ``make(cases)``: the summary names a kind only when a pair isolates it."""
+    exercise = EXERCISES[name]
+
+    def make_cases(g):
+        cases = exercise.make_cases(g)
+        return [*cases, make(cases)]
+
+    return dataclasses.replace(exercise, make_cases=make_cases)
+
+
+def isolated_message(name, make, fn):
+    result = engine.run_check(with_case(name, make), fn)
+    assert result.status == "wrong" and result.mistake is None, result.message
+    return result.message
+
+
 def test_a_failure_on_batched_cases_only_says_so():
-    message = wrong_message(
-        "attention_scores", lambda q, k: q @ k.transpose(0, 1) if q.dim() == 2 else q @ k.transpose(-2, -1) + 1
+    message = isolated_message(
+        "attention_scores",
+        lambda cases: dataclasses.replace(cases[1], args=tuple(a[0, 0] for a in cases[1].args), tags=("non-square",)),
+        lambda q, k: q @ k.transpose(0, 1) if q.dim() == 2 else q @ k.transpose(-2, -1) + 1,
     )
     assert "exactly those where there are batch (or head) axes in front. Hint: count axes from the end" in message
 
@@ -510,8 +542,13 @@ def test_a_failure_on_float16_only_says_so():
         output, weights = bc.scaled_dot_product_attention(q, k, v, mask)
         return (output.float(), weights.float()) if q.dtype == torch.float16 else (output, weights)
 
-    message = wrong_message("scaled_dot_product_attention", float32_scores)
-    assert message.startswith("❌ Wrong on test case 6 of 7 (float16")
+    def as_float32(cases):
+        case = cases[5]
+        args = tuple(a.float() if a.dtype == torch.float16 else a for a in case.args)
+        return dataclasses.replace(case, args=args, tags=tuple(t for t in case.tags if t != "float16"))
+
+    message = isolated_message("scaled_dot_product_attention", as_float32, float32_scores)
+    assert message.startswith("❌ Wrong on test case 6 of 8 (float16")
     assert (
         "`output` has the right values but dtype torch.float32; expected torch.float16, the dtype of the inputs."
         in message
@@ -527,7 +564,10 @@ def test_a_crash_on_masked_cases_only_says_so_and_names_no_unrelated_mistake():
         weights = scores.softmax(-1)
         return weights @ v, weights
 
-    message = wrong_message("scaled_dot_product_attention", broadcast_slip)
+    def unmasked(cases):
+        return dataclasses.replace(cases[2], args=cases[2].args[:3], tags=("no mask", "non-square"))
+
+    message = isolated_message("scaled_dot_product_attention", unmasked, broadcast_slip)
     assert "Your function raised RuntimeError: The size of tensor a" in message
     assert "Your tensors at that line: q (5, 4), k (6, 4), v (6, 7), mask (5, 6) bool, scores (5, 6)." in message
     assert "exactly those where a mask is given." in message
@@ -551,10 +591,14 @@ def test_if_mask_is_named_on_its_own_wherever_it_stands():
 
 
 def test_a_default_left_unhandled_says_so():
-    def no_default(lengths, max_len=7):
-        return torch.arange(max_len)[None, :] < lengths[:, None]
+    def pytorch_default(x, weight, bias, eps=1e-5):
+        return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
 
-    message = wrong_message("padding_mask", no_default)
+    def eps_given(cases):
+        case = next(case for case in cases if "defaults" in case.tags)
+        return dataclasses.replace(case, args=(*case.args, 1e-12), tags=tuple(t for t in case.tags if t != "defaults"))
+
+    message = isolated_message("layer_norm", eps_given, pytorch_default)
     assert (
         "exactly those where an argument is left out. Hint: an argument the caller leaves out takes its default"
         in message
@@ -648,7 +692,8 @@ def test_an_integer_count_is_required_and_an_error_in_it_is_explained():
     assert "Your count is 100,000,000; expected 109,482,240 (off by -9,482,240)." in wrong_message(
         "count_parameters", lambda config: 100_000_000
     )
-    assert check("count_parameters", lambda config: np.int64(bc.count_parameters(config))).status == "correct"
+    with engine.judging_the_package():
+        assert check("count_parameters", lambda config: np.int64(bc.count_parameters(config))).status == "correct"
     twice = wrong_message("count_parameters", lambda config: bc.count_parameters(config) + 2 * config.hidden_size * 2)
     assert "The difference is 4 × hidden_size." in twice
 
@@ -729,9 +774,10 @@ class LyingTensor(torch.Tensor):
 def test_a_tensor_subclass_takes_no_part_in_judging_itself():
     liar = wrong_message("layer_norm", lambda x, w, b, eps=1e-12: torch.zeros_like(x).as_subclass(LyingTensor))
     assert "Your output has the right shape but wrong values" in liar
-    honest = check("layer_norm", lambda x, w, b, eps=1e-12: bc.layer_norm(x, w, b, eps).as_subclass(LyingTensor))
+    with engine.judging_the_package():
+        honest = check("layer_norm", lambda x, w, b, eps=1e-12: bc.layer_norm(x, w, b, eps).as_subclass(LyingTensor))
+        parameter = check("layer_norm", lambda x, w, b, eps=1e-12: torch.nn.Parameter(bc.layer_norm(x, w, b, eps)))
     assert honest.status == "correct"
-    parameter = check("layer_norm", lambda x, w, b, eps=1e-12: torch.nn.Parameter(bc.layer_norm(x, w, b, eps)))
     assert parameter.status == "correct"
 
 
@@ -740,7 +786,8 @@ def test_references_hold_under_another_default_dtype():
     torch.set_default_dtype(torch.float64)
     try:
         for name in ("sinusoidal_position_encoding", "causal_mask", "padding_mask", "layer_norm"):
-            assert check(name, EXERCISES[name].reference).status == "correct", name
+            with engine.judging_the_package():
+                assert check(name, EXERCISES[name].reference).status == "correct", name
         assert check(
             "sinusoidal_position_encoding", EXERCISES["sinusoidal_position_encoding"].mistakes[0].wrong
         ).mistake
@@ -830,7 +877,8 @@ def test_checking_leaves_the_notebooks_state_alone():
     threads = torch.get_num_threads()
     check("multi_head_attention", bc.multi_head_attention)
     check("feed_forward", EXERCISES["feed_forward"].mistakes[-2].wrong)  # dropout draws random numbers
-    result = check("layer_norm", meddle_with_global_state)
+    with engine.judging_the_package():
+        result = check("layer_norm", meddle_with_global_state)
     check("bert_embeddings", not_implemented)
     assert result.status == "correct"
     assert torch.equal(torch.get_rng_state(), states[0])
@@ -842,10 +890,10 @@ def test_checking_leaves_the_notebooks_state_alone():
 
 
 def test_checking_under_no_grad_or_inference_mode_works_and_keeps_the_mode():
-    with torch.no_grad():
+    with torch.no_grad(), engine.judging_the_package():
         assert check("layer_norm", EXERCISES["layer_norm"].reference).status == "correct"
         assert not torch.is_grad_enabled()
-    with torch.inference_mode():
+    with torch.inference_mode(), engine.judging_the_package():
         assert check("split_heads", EXERCISES["split_heads"].reference).status == "correct"
         assert torch.is_inference_mode_enabled()
 
@@ -963,7 +1011,8 @@ def test_progress_lists_every_exercise_met_with_its_latest_verdict(monkeypatch):
     assert repr(progress()) == "No exercise checked yet in this session: run a `check(...)` cell first."
     check("layer_norm", not_implemented)
     check("causal_mask", lambda n: torch.ones(n, n, dtype=torch.bool).triu())
-    check("layer_norm", EXERCISES["layer_norm"].reference)
+    with engine.judging_the_package():
+        check("layer_norm", EXERCISES["layer_norm"].reference)
     lines = repr(progress()).split("\n")
     assert lines[0] == f"1 of 2 exercises checked in this session are correct ({len(EXERCISES)} in the course)."
     assert lines[1].split() == ["06", "layer_norm", "✅", "correct"]

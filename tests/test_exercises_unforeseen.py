@@ -617,13 +617,19 @@ GENERIC = {
     "alibi_bias:squared distances",
     "merge_heads:d_head and seq swapped",
     "split_fused_qkv:the heads of q for all three",
-    "split_fused_qkv:a view without transposing",
     "post_ln_layer:the attention run twice",
     "post_ln_layer:the residual doubled",
     "bert_embeddings:positions from the last row",
-    "bert_embeddings:LayerNorm without gamma and beta",
     "mlm_head:the decoder bias added before the decoder",
     "hf_to_ours:dots replaced by underscores",
+    # The summary once named the kind of case these fail on; no pair of cases varies that kind alone (the
+    # masked cases also differ in their sizes from the unmasked ones, the eps left out comes with tiny
+    # inputs), so it no longer does: generic until the case sets isolate it.
+    "scaled_dot_product_attention:weights from the unmasked scores, output masked",
+    "masked_softmax:a mask of 0 and 1 added to the scores",
+    "masked_softmax:the scores multiplied by the mask",
+    "multi_head_attention:a causal mask always",
+    "layer_norm:the default eps 1e-5",
 }
 IDS = [f"{name}:{what}" for name, what, _ in ANSWERS]
 

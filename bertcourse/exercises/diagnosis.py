@@ -17,11 +17,13 @@ Every message is deterministic (no ids, timings or paths): nbval compares notebo
 
 from __future__ import annotations
 
+import dis
 import inspect
 import math
 import numbers
 import os
 import re
+import sysconfig
 import traceback
 
 import torch
@@ -33,6 +35,35 @@ from .sandbox import TimedOut, UnreadableOutput
 
 # Frames from these folders are ours (all of bertcourse/) or PyTorch's, never the learner's code.
 _LIBRARY_DIRS = tuple(os.path.dirname(os.path.abspath(path)) + os.sep for path in (bertcourse.__file__, torch.__file__))
+# ... nor are those of the standard library and the installed packages (NumPy, say).
+_OTHER_LIBRARY_DIRS = (os.path.dirname(os.path.abspath(os.__file__)) + os.sep,) + tuple(
+    os.path.abspath(p) + os.sep for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+)
+_RAISE_OPCODES = {dis.opmap[name] for name in ("RAISE_VARARGS", "RERAISE") if name in dis.opmap}
+
+
+def is_skeleton(error: BaseException | None) -> bool:
+    """True for the skeleton's own ``raise NotImplementedError``: a raise statement in the learner's code.
+
+    A ``NotImplementedError`` that PyTorch raises (``"bitwise_or_cpu" not implemented for 'Float'``, from
+    ``mask | 1.0``) or that a library raises is an attempt that failed, not a function left untouched.
+    """
+    if not isinstance(error, NotImplementedError):
+        return False
+    tb = error.__traceback__
+    if tb is None:
+        return True  # raised without a frame of its own: nothing says it is anyone else's
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    if filename.startswith(_LIBRARY_DIRS + _OTHER_LIBRARY_DIRS):
+        return False
+    code = tb.tb_frame.f_code.co_code
+    if 0 <= tb.tb_lasti < len(code):
+        return code[tb.tb_lasti] in _RAISE_OPCODES  # a `raise` statement, not an operation that failed in C
+    line = traceback.extract_tb(tb, limit=1)[0].line or ""
+    return line.strip().startswith("raise")
+
 
 # --- exceptions -------------------------------------------------------------------------------
 
@@ -85,9 +116,9 @@ def error_kind(error: BaseException) -> str | None:
 def same_failure(mine: BaseException | None, theirs: BaseException | None) -> bool:
     """Both calls failed the same way: the same kind of error, or the same type and message (numbers aside).
 
-    A missing part (``NotImplementedError``) and a time-out never pass for anything else.
+    A missing part (the skeleton's ``NotImplementedError``) and a time-out never pass for anything else.
     """
-    if mine is None or theirs is None or isinstance(mine, (NotImplementedError, TimedOut)):
+    if mine is None or theirs is None or isinstance(mine, TimedOut) or is_skeleton(mine):
         return False
     kind = error_kind(mine)
     if kind is not None:
@@ -123,6 +154,17 @@ _ERROR_HINTS = (
     (
         "expected scalar type",
         "two tensors of different dtypes meet: create new tensors with the inputs' dtype (`dtype=x.dtype`).",
+    ),
+    (
+        "not implemented for",
+        "PyTorch has no version of this operation for that dtype: `|`, `&`, `^` and `~` take booleans (or "
+        "integers), so compare first (`mask == 1`) or convert (`.bool()`); arithmetic such as `1 - mask` takes "
+        "numbers, not booleans.",
+    ),
+    (
+        "torch.return_types",
+        "`.max(dim)` (like `.min(dim)`, `.sort`, `.topk` and `.median(dim)`) returns a pair (values, indices): "
+        "take `.values`, or use `.amax(dim)` for the values alone.",
     ),
     (
         "same device",
@@ -189,7 +231,7 @@ _ERROR_HINTS = (
 
 def error_problem(error: BaseException) -> str:
     """One case's exception in plain words, with the learner's line, their tensors' shapes and a hint."""
-    if isinstance(error, NotImplementedError):
+    if is_skeleton(error):
         return "Your function still raises NotImplementedError for this case."
     if isinstance(error, TimedOut):
         return "Your function was still running after the time limit and was stopped: a loop that never ends?"
@@ -244,20 +286,61 @@ def first_line(error: BaseException) -> str:
 # --- values -----------------------------------------------------------------------------------
 
 
-def tolerance(exercise, dtype: torch.dtype) -> tuple[float, float]:
-    """(atol, rtol) for outputs of ``dtype``: the exercise's own, widened to the rounding of float16 and bfloat16."""
+def tolerance(exercise, dtype: torch.dtype, case: Case | None = None) -> tuple[float, float]:
+    """(atol, rtol) for outputs of ``dtype``: the exercise's own, widened to the rounding of float16 and bfloat16,
+    and for ``case`` to the rounding of its inputs in that dtype.
+
+    An input of size |s| is only known to |s|·ε (ε the dtype's spacing at 1): a softmax over scores near
+    1000 computed through ``logsumexp`` is 1e-5 off in float32, within 1000·ε ≈ 1.2e-4. So the absolute
+    tolerance is at least ε times the case's typical largest input (the 90th percentile of the magnitudes
+    of its finite inputs, so that a lone fill value such as -1e9 does not count).
+    """
     widest = {torch.float16: 2e-3, torch.bfloat16: 2e-2}.get(dtype, 0.0)
-    return max(exercise.atol, widest), max(exercise.rtol, widest)
+    atol, rtol = max(exercise.atol, widest), max(exercise.rtol, widest)
+    if case is not None and dtype.is_floating_point:
+        atol = max(atol, input_scale(case) * torch.finfo(dtype).eps)
+    return atol, rtol
 
 
-def same_value(exercise, value, other) -> bool:
-    """Equal values (within the tolerance of ``other``'s dtype; NaN equals NaN), whatever the dtypes."""
+def input_scale(case: Case) -> float:
+    """The typical largest magnitude among the case's floating-point inputs (0 when there are none)."""
+    found = _SCALES.get(id(case))
+    if found is not None and found[0] is case:
+        return found[1]
+    scale = 0.0
+    for value in _floats(case.args):
+        finite = value[torch.isfinite(value)].abs().double()
+        if finite.numel():
+            scale = max(scale, float(torch.quantile(finite, 0.9)) if finite.numel() > 1 else float(finite[0]))
+    _SCALES[id(case)] = (case, scale)
+    return scale
+
+
+_SCALES: dict[int, tuple] = {}  # the cases are built once per exercise; their scales too
+
+
+def _floats(value):
+    if isinstance(value, torch.Tensor):
+        if value.dtype.is_floating_point and value.layout == torch.strided and value.device.type != "meta":
+            yield value.detach()
+    elif isinstance(value, float) and math.isfinite(value):
+        yield torch.tensor([value], dtype=torch.float64)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _floats(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _floats(item)
+
+
+def same_value(exercise, value, other, case: Case | None = None) -> bool:
+    """Equal values (within the tolerance of ``other``'s dtype for ``case``; NaN equals NaN), whatever the dtypes."""
     if isinstance(other, torch.Tensor):
         if not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(other.shape):
             return False
         if value.dtype.is_complex or value.layout != torch.strided or value.device.type == "meta":
             return False
-        atol, rtol = tolerance(exercise, other.dtype)
+        atol, rtol = tolerance(exercise, other.dtype, case)
         a, b = value.detach().cpu().double(), other.detach().cpu().double()
         return bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
     if other is None or isinstance(other, str):
@@ -267,7 +350,8 @@ def same_value(exercise, value, other) -> bool:
             return False
         if math.isnan(other) or math.isnan(value):
             return math.isnan(other) and math.isnan(value)
-        return math.isclose(float(value), other, rel_tol=exercise.rtol, abs_tol=exercise.atol)
+        atol = exercise.atol if case is None else max(exercise.atol, input_scale(case) * torch.finfo(torch.float32).eps)
+        return math.isclose(float(value), other, rel_tol=exercise.rtol, abs_tol=atol)
     return is_int(value) and int(value) == other
 
 
@@ -301,7 +385,7 @@ def value_problem(exercise, case: Case, subject: str, value, expected: torch.Ten
                     f"{subject} contains {bad} in {_entries(count, value.numel())}{place}; the right answer has "
                     f"none there. {_NON_FINITE_HINT[bad]}"
                 )
-    if same_value(exercise, value, expected):
+    if same_value(exercise, value, expected, case):
         return None
     unchanged = _an_input(case, value)
     if unchanged is not None:
@@ -363,7 +447,7 @@ def _shape_problem(subject: str, got: tuple, want: tuple, axes=()) -> str:
 
 
 def _dtype_problem(exercise, case: Case, subject: str, value: torch.Tensor, expected: torch.Tensor) -> str:
-    same_values = _castable(value) and same_value(exercise, value, expected)
+    same_values = _castable(value) and same_value(exercise, value, expected, case)
     start = f"{subject} has the right values but dtype" if same_values else f"{subject} has dtype"
     if expected.dtype == torch.bool:
         return (
@@ -418,27 +502,85 @@ def _mask_pattern(value: torch.Tensor) -> str | None:
 
 def _numbers_problem(exercise, case: Case, subject: str, value: torch.Tensor, expected: torch.Tensor, axes) -> str:
     v, e = value.double(), expected.double()
-    if e.numel() == 1:  # one number: any wrong one is "a factor" or "an offset" off, which says nothing
-        return f"{subject} is {float(v.reshape(())):.4g}; expected {float(e.reshape(())):.4g}."
-    difference = torch.nan_to_num((v - e).abs(), nan=math.inf)
+    if e.numel() == 1:  # one number: show it, and a relation only where the numbers support one
+        mine, right = float(v.reshape(())), float(e.reshape(()))
+        return f"{subject} is {mine:.6g}; expected {right:.6g}.{one_number_relation(mine, right)}"
+    atol, rtol = tolerance(exercise, expected.dtype, case)
+    allowed = atol + rtol * e.abs()
+    both_same = (v == e) | (torch.isnan(v) & torch.isnan(e))  # inf against inf, NaN against NaN
+    bad = ~both_same & ~(torch.isfinite(e) & ((v - e).abs() <= allowed))  # an infinity is right only when equal
+    special = bad & ~(torch.isfinite(e) & torch.isfinite(v))
+    if bool(special.any()):  # a difference to an infinity or a NaN is no number: show both values
+        where = tuple(special.nonzero()[0].tolist())
+        return (
+            f"{subject} has the right shape but wrong values in {_entries(int(bad.sum()), v.numel())}; at index "
+            f"{_index(where)} the right value is {float(e[where]):.4g} and yours is {float(v[where]):.4g}."
+        )
+    difference = torch.where(both_same, torch.zeros_like(v), (v - e).abs())  # inf - inf is no difference
     where = _index(torch.unravel_index(difference.argmax(), difference.shape))
     text = (
         f"{subject} has the right shape but wrong values: the largest absolute difference is "
         f"{float(difference.max()):.3g}, at index {where}."
     )
     if not bool(torch.isfinite(e).all() and torch.isfinite(v).all()):
-        return text
-    atol, rtol = tolerance(exercise, expected.dtype)
+        return text  # an inf or a NaN in the right place on both sides: no factor or offset to speak of
     relation = (
         _scaled(v, e, case)
         or _scaled_per_slice(v, e, axes)
         or _dropout(v, e)
         or _offset(v, e)
         or _rearranged(v, e, axes, atol=atol, rtol=rtol)
-        or _localised(difference > atol + rtol * e.abs(), axes)
-        or _close(difference, e, atol)
+        or _close(difference, e, bad, (atol, rtol), axes)
+        or _localised(bad, axes)
     )
     return text + (f" {relation}" if relation else "")
+
+
+def one_number_relation(mine: float, right: float) -> str:
+    """' It is the right value multiplied by exactly 1/2.' when a simple relation holds exactly (to float32
+    rounding), else ''.
+
+    Any wrong number is *some* factor or offset away from the right one, which says nothing; so only a
+    relation that such a number rarely meets by chance is named: a sign, one minus it, an exact small
+    ratio (p/q with p, q <= 8, or a power of 2 or 10), a square, a square root, a reciprocal, exp or log.
+    """
+    if not (math.isfinite(mine) and math.isfinite(right)) or mine == right:
+        return ""
+
+    def near(a: float, b: float) -> bool:
+        return abs(a - b) <= 2e-6 * max(abs(a), abs(b)) + 1e-12
+
+    if near(mine, -right):
+        return " It is minus the right value: a sign is flipped."
+    if 0 < right <= 1 and near(mine, 1 - right):
+        return " It is 1 minus the right value."
+    if right != 0 and mine != 0:
+        ratio = mine / right
+        names = {}
+        for q in range(1, 9):
+            for p in range(1, 9):
+                if math.gcd(p, q) == 1 and p != q:
+                    names.setdefault(p / q, f"{p}/{q}" if q > 1 else f"{p}")
+        for k in range(1, 13):
+            names.setdefault(2.0**k, f"{2**k} (2^{k})")
+            names.setdefault(2.0**-k, f"1/{2**k} (1/2^{k})")
+        for k in range(1, 7):
+            names.setdefault(10.0**k, f"{10**k:,}")
+            names.setdefault(10.0**-k, f"1/{10**k:,}")
+        for value, name in names.items():
+            if near(ratio, value):
+                return f" It is the right value multiplied by exactly {name}."
+    for relation, name in (
+        (lambda x: x * x, "the square of"),
+        (lambda x: math.sqrt(x) if x >= 0 else math.nan, "the square root of"),
+        (lambda x: 1 / x if x != 0 else math.nan, "the reciprocal of"),
+        (lambda x: math.exp(x) if x < 700 else math.nan, "exp of"),
+        (lambda x: math.log(x) if x > 0 else math.nan, "the log of"),
+    ):
+        related = relation(right)
+        if math.isfinite(related) and related not in (right, 0.0) and near(mine, related):
+            return f" It is {name} the right value."
+    return ""
 
 
 def _near(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
@@ -602,13 +744,22 @@ def _wrong_slices(bad: torch.Tensor, axes) -> str | None:
     return f"{_axis_name(axis, bad.dim(), axes)} {_index(wrong)}"
 
 
-def _close(difference: torch.Tensor, e: torch.Tensor, atol: float) -> str | None:
+def _close(difference: torch.Tensor, e: torch.Tensor, bad: torch.Tensor, tolerances: tuple, axes) -> str | None:
+    """'That is close, but outside the tolerance ...' when every entry is within 1% of the output's scale."""
     scale = 1.0 + float(e.abs().max())
     if float(difference.max()) > 1e-2 * scale:
         return None
+    atol, rtol = tolerances
+    allowed = atol + rtol * e.abs()
+    worst = torch.where(bad, difference / allowed, torch.zeros_like(difference)).argmax()
+    where = torch.unravel_index(worst, difference.shape)
+    slices = _wrong_slices(bad, axes)
+    place = f", all in the {slices}" if slices else ""
     return (
-        f"That is close, but outside the tolerance ({atol:g}): an approximation (such as GELU's tanh form) or a "
-        "lower precision somewhere?"
+        f"That is close, but outside the tolerance ({atol:.3g}) plus {rtol:.3g} × |right value|: at index "
+        f"{_index(where)} yours is {float(difference[where]):.2g} off where {float(allowed[where]):.2g} is allowed; "
+        f"{_entries(int(bad.sum()), bad.numel())} are outside it{place}. An approximation (such as GELU's tanh "
+        "form) or a lower precision somewhere?"
     )
 
 
@@ -661,18 +812,19 @@ def count_problem(value, expected: int) -> str | None:
         return type_problem("Your count", value, "an int")
     if int(value) == expected:
         return None
-    return f"Your count is {int(value):,}; expected {expected:,} (off by {int(value) - expected:+,})."
+    relation = one_number_relation(float(int(value)), float(expected)) if expected else ""
+    return f"Your count is {int(value):,}; expected {expected:,} (off by {int(value) - expected:+,}).{relation}"
 
 
-def number_problem(exercise, subject: str, value, expected: float) -> str | None:
+def number_problem(exercise, subject: str, value, expected: float, case: Case | None = None) -> str | None:
     """What is wrong with a returned Python float (an int of the right value passes)."""
     if isinstance(value, torch.Tensor):
         return f"{subject} is a tensor; return a Python float (`.item()` converts a one-element tensor)."
     if not is_real(value):
         return type_problem(subject, value, "a float")
-    if same_value(exercise, value, expected):
+    if same_value(exercise, value, expected, case):
         return None
-    return f"{subject} is {float(value):.6g}; expected {expected:.6g}."
+    return f"{subject} is {float(value):.6g}; expected {expected:.6g}.{one_number_relation(float(value), expected)}"
 
 
 def type_problem(subject: str, value, wanted: str) -> str:
@@ -746,21 +898,191 @@ _TAG_HINTS = (
         "the sizes differ",
         "an axis swapped or a transpose missing shows only when the sizes differ: check which axis is which.",
     ),
+    (
+        "square",
+        "the sizes are equal",
+        "with equal sizes a transpose too few (or an axis swapped) still runs, and gives other values: check "
+        "which axis is which.",
+    ),
 )
 
 
-def cases_summary(cases: list[Case], wrong: list[bool]) -> str | None:
-    """'Wrong on cases 2, 4 of 5: exactly those where a mask is given. Hint: ...', or None if nothing is shared."""
+def cases_summary(cases: list[Case], wrong: list[bool], names=None, reference=None) -> str | None:
+    """'Wrong on cases 2, 4 of 5: exactly those where a mask is given. Hint: ...', or None if nothing is shared.
+
+    A kind of case is named only when the case set isolates it: the failing cases are exactly those of
+    that kind, and some failing case differs from a passing one by that property alone (``varied_alone``).
+    Otherwise the failing cases could share it by coincidence (the only unbatched case may also be the
+    only one of odd sizes), and the summary says which cases fail, nothing more.
+    """
     failing = [i for i, w in enumerate(wrong) if w]
     passing = [i for i, w in enumerate(wrong) if not w]
     if not passing or not failing:
         return None
     numbers = ", ".join(str(i + 1) for i in failing)
     head = f"Wrong on case{'s' if len(failing) > 1 else ''} {numbers} of {len(cases)}, right on the others"
-    for tag, description, hint in _TAG_HINTS:
-        if all(tag in cases[i].tags for i in failing) and not any(tag in cases[i].tags for i in passing):
+    known = {tag for tag, _, _ in _TAG_HINTS}
+    others = sorted({tag for case in cases for tag in case.tags} - known)
+    for tag, description, hint in (*_TAG_HINTS, *((tag, None, None) for tag in others)):
+        exactly = all(tag in cases[i].tags for i in failing) and not any(tag in cases[i].tags for i in passing)
+        if exactly and varied_alone(cases, tag, names, reference) is not None:
+            if description is None:
+                return f"{head}: exactly the cases tagged {tag!r}."
             return f"{head}: exactly those where {description}. Hint: {hint}"
     return f"{head}."
+
+
+# Tags that say the same property the other way round: a pair varies one property with either tag.
+_OPPOSITES = {"batched": "unbatched", "unbatched": "batched", "masked": "no mask", "no mask": "masked"}
+_OPPOSITES |= {"square": "non-square", "non-square": "square"}
+_SIZE_TAGS = {"square", "non-square", "odd", "not a power of two"}
+
+
+def varied_alone(cases: list[Case], tag: str, names=None, reference=None) -> tuple[int, int] | None:
+    """(i, j): a case with ``tag`` and one without that differ in that property alone, or None.
+
+    Their other tags agree (up to the opposite tag, such as "unbatched" for "batched"), and their
+    arguments differ only as the property says:
+
+    - "defaults": the same arguments, but one case leaves out the last ones and the other passes their
+      default values (read from ``reference``'s signature);
+    - "masked" / "no mask": the same arguments except the mask, given in one and None or left out in the other;
+    - "float16" / "bfloat16": the same values, cast to that dtype;
+    - "batched" / "unbatched": each tensor that differs is one item of the other one's leading axes;
+    - sizes ("square", "non-square", "odd", "not a power of two"): only sizes differ (integers, and the
+      shapes of tensors of the same dtype);
+    - any other tag: exactly one argument differs.
+    """
+    opposite = _OPPOSITES.get(tag)
+    for i, first in enumerate(cases):
+        if tag not in first.tags:
+            continue
+        for j, second in enumerate(cases):
+            if tag in second.tags or i == j:
+                continue
+            rest = {t for t in first.tags if t not in (tag, opposite)}
+            if rest != {t for t in second.tags if t not in (tag, opposite)}:
+                continue
+            if _differ_by(tag, first.args, second.args, names, reference):
+                return i, j
+    return None
+
+
+def _differ_by(tag: str, mine: tuple, other: tuple, names, reference) -> bool:
+    if tag == "defaults":
+        return _defaults_given(mine, other, names, reference)
+    if tag in ("masked", "no mask", "fully masked row"):
+        with_mask, without = (mine, other) if tag != "no mask" else (other, mine)
+        if tag == "fully masked row":
+            differing = _differing(mine, other)
+            return len(differing) == 1 and all(isinstance(a[differing[0]], torch.Tensor) for a in (mine, other))
+        return _mask_left_out(with_mask, without)
+    if len(mine) != len(other):
+        return False
+    differing = _differing(mine, other)
+    if not differing:
+        return False
+    if tag in ("float16", "bfloat16"):
+        return all(_cast_of(mine[k], other[k]) for k in differing)
+    if tag in ("batched", "unbatched"):
+        return all(_one_item_of(mine[k], other[k]) or _one_item_of(other[k], mine[k]) for k in differing)
+    if tag in _SIZE_TAGS:
+        return all(_sizes_differ(mine[k], other[k]) for k in differing)
+    return len(differing) == 1
+
+
+def _differing(mine: tuple, other: tuple) -> list[int]:
+    return [
+        k
+        for k in range(max(len(mine), len(other)))
+        if k >= len(mine) or k >= len(other) or not _same(mine[k], other[k])
+    ]
+
+
+def _same(a, b) -> bool:
+    """Equal case arguments: tensors of the same shape, dtype and values, containers item by item."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(
+                torch.equal(a, b)
+                or (
+                    a.dtype.is_floating_point
+                    and torch.equal(a.isnan(), b.isnan())
+                    and torch.equal(a.nan_to_num(), b.nan_to_num())
+                )
+            )
+        )
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if callable(a) and callable(b):
+        return getattr(a, "__code__", a) is getattr(b, "__code__", b)  # the same kind of sub-layer
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
+
+
+def _defaults_given(mine: tuple, other: tuple, names, reference) -> bool:
+    """``mine`` leaves out the last arguments; ``other`` is the same call with their defaults written out."""
+    if reference is None or names is None or len(mine) >= len(other) or len(other) > len(names):
+        return False
+    try:
+        parameters = inspect.signature(reference).parameters
+    except (TypeError, ValueError):
+        return False
+    if _differing(mine, other[: len(mine)]):
+        return False
+    for k in range(len(mine), len(other)):
+        default = parameters[names[k]].default
+        if default is inspect.Parameter.empty or not _same(other[k], default):
+            return False
+    return True
+
+
+def _mask_left_out(with_mask: tuple, without: tuple) -> bool:
+    """The same arguments, except one tensor in ``with_mask`` that ``without`` gives as None or leaves out."""
+    differing = _differing(with_mask, without)
+    if len(differing) != 1:
+        return False
+    k = differing[0]
+    given = with_mask[k] if k < len(with_mask) else None
+    absent = without[k] if k < len(without) else None
+    return isinstance(given, torch.Tensor) and absent is None and len(without) <= len(with_mask)
+
+
+def _cast_of(mine, other) -> bool:
+    return (
+        isinstance(mine, torch.Tensor)
+        and isinstance(other, torch.Tensor)
+        and mine.dtype.is_floating_point
+        and mine.shape == other.shape
+        and mine.dtype != other.dtype
+        and bool(torch.equal(other.to(mine.dtype), mine) or torch.equal(mine.to(other.dtype), other))
+    )
+
+
+def _one_item_of(batched, single) -> bool:
+    """``single`` is one item of ``batched`` along its leading axes (e.g. ``batched[1]`` or ``batched[0, 2]``)."""
+    if not (isinstance(batched, torch.Tensor) and isinstance(single, torch.Tensor)):
+        return False
+    extra = batched.dim() - single.dim()
+    if extra < 1 or tuple(batched.shape[extra:]) != tuple(single.shape) or batched.dtype != single.dtype:
+        return False
+    items = batched.reshape(-1, *single.shape)
+    return any(bool(torch.equal(item, single)) for item in items)
+
+
+def _sizes_differ(mine, other) -> bool:
+    if is_int(mine) and is_int(other):
+        return True
+    tensors = isinstance(mine, torch.Tensor) and isinstance(other, torch.Tensor)
+    return tensors and mine.dtype == other.dtype and mine.shape != other.shape
 
 
 # --- small words ------------------------------------------------------------------------------

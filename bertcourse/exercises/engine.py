@@ -9,15 +9,68 @@ outcome; ``case_problem`` words what is wrong with one case, with the helpers of
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import itertools
+import os
+import sys
 
 import torch
 
+import bertcourse
+
 from . import diagnosis, sandbox
 from .records import CORRECT, NOT_ATTEMPTED, WRONG, Case, CheckResult, Exercise
-from .sandbox import Outcome, TimedOut, call, fixed_state
+from .sandbox import Outcome, TimedOut, Watch, call, fixed_state
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(bertcourse.__file__)) + os.sep
+_JUDGE_THE_PACKAGE = [False]  # True inside ``judging_the_package()``
+
+
+@contextlib.contextmanager
+def judging_the_package():
+    """Judge the package's own functions like any other: how the tests prove that every reference passes.
+
+    Outside it, a learner's function that is, or calls, the package's code for the exercise's concept is
+    told so and never judged correct.
+    """
+    previous = _JUDGE_THE_PACKAGE[0]
+    _JUDGE_THE_PACKAGE[0] = True
+    try:
+        yield
+    finally:
+        _JUDGE_THE_PACKAGE[0] = previous
+
+
+@functools.cache
+def concept_codes(exercise: Exercise) -> tuple[frozenset, frozenset]:
+    """(the code objects of ``exercise``'s concept, those of every other exercise's reference and core).
+
+    The concept is the reference, its core and helpers (what ``solution`` shows) and a module class of the
+    same name; a helper that is another exercise's reference or core belongs to that exercise, which a
+    learner may call (``bc.layer_norm`` inside an encoder layer).
+    """
+    from .registry import EXERCISES  # the registry imports this module
+
+    def code(function):
+        return getattr(function, "__code__", None)
+
+    def main(other: Exercise) -> set:
+        module = sys.modules[other.reference.__module__]
+        return {code(other.reference), code(getattr(module, other.core_name(), None))} - {None}
+
+    others = set().union(*(main(other) for other in EXERCISES.values() if other.name != exercise.name))
+    helpers = {code(f) for f in exercise.concept_functions()} - {None}
+    own = main(exercise) | (helpers - others)
+    return frozenset(own), frozenset(others - own)
+
+
+def _watch(exercise: Exercise) -> Watch | None:
+    if _JUDGE_THE_PACKAGE[0]:
+        return None
+    own, others = concept_codes(exercise)
+    return Watch(own, others, _PACKAGE_DIR)
 
 
 @functools.cache
@@ -43,8 +96,8 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
     cases, expected, names = prepared(exercise)
     learner: list[Outcome] = []
     for index, case in enumerate(cases):
-        outcome = call(fn, case.args, names)
-        if not learner and isinstance(outcome.error, NotImplementedError):
+        outcome = call(fn, case.args, names, watch=_watch(exercise))
+        if not learner and diagnosis.is_skeleton(outcome.error):
             return CheckResult(
                 exercise.name,
                 NOT_ATTEMPTED,
@@ -61,8 +114,18 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
             )
         learner.append(outcome)
 
+    reached = next((o.reached for o in learner if o.reached), None)
     problems = [case_problem(exercise, case, o, e) for case, o, e in zip(cases, learner, expected, strict=True)]
     if not any(problems):
+        if reached:
+            return CheckResult(
+                exercise.name,
+                WRONG,
+                f"❌ Wrong: this calls bertcourse's own `{reached}`, which computes `{exercise.name}` for you, so "
+                "the results are the package's, not yours: write it yourself. (Other bertcourse functions, "
+                "such as those of earlier exercises, are fine to call.)",
+                mistake=f"calls bertcourse's own {reached}",
+            )
         changed = next((o.changed_argument for o in learner if o.changed_argument), None)
         if changed:
             return CheckResult(
@@ -103,9 +166,14 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
         f"Inputs: {diagnosis.describe_arguments(case.args, names)}.",
         problems[index],
     ]
-    summary = diagnosis.cases_summary(cases, [problem is not None for problem in problems])
+    summary = diagnosis.cases_summary(cases, [problem is not None for problem in problems], names, exercise.reference)
     if summary:
         lines.append(summary)
+    if reached:
+        lines.append(
+            f"Note: this calls bertcourse's own `{reached}`, which computes `{exercise.name}` for you: the check is "
+            "for code you write yourself."
+        )
     return CheckResult(exercise.name, WRONG, "\n".join(lines))
 
 
@@ -115,14 +183,15 @@ def _matches(exercise: Exercise, learner: list[Outcome], wrong) -> bool:
     It must also give at least one equal output, or fail on every case with the same telling kind of
     error (``view`` after a transpose, ``if mask:``): a shape error alone comes from too many slips.
     """
+    cases, expected, _ = prepared(exercise)
     equal_outputs, kinds = 0, set()
-    for mine, theirs in zip(learner, wrong, strict=True):
+    for mine, theirs, case, right in zip(learner, wrong, cases, expected, strict=True):
         if mine.error is not None or theirs.error is not None:
             if not diagnosis.same_failure(mine.error, theirs.error):
                 return False
             kinds.add(diagnosis.error_kind(mine.error))
             continue
-        if not _same_output(exercise, mine.value, theirs.value):
+        if not _same_output(exercise, case, mine.value, theirs.value, right):
             return False
         equal_outputs += 1
     return equal_outputs > 0 or (len(kinds) == 1 and kinds.isdisjoint({None, "shape", "signature"}))
@@ -154,12 +223,25 @@ def _variant_outcome(exercise: Exercise, combination: tuple[int, ...], index: in
     return call(functools.partial(exercise.variant, settings), cases[index].args, names, time_limit=60.0)
 
 
-def _same_output(exercise: Exercise, value, other) -> bool:
+def _same_output(exercise: Exercise, case: Case, value, other, right) -> bool:
+    """The learner's output ``value`` is the mistake's ``other`` (``right`` is the reference's output).
+
+    Values compare whatever the dtypes, except where the mistake's dtype is part of the mistake (it differs
+    from the right one: a mask left as integers), which the learner's output must then share.
+    """
     if exercise.outputs:
-        if not isinstance(value, (tuple, list)) or len(value) != len(other):
+        if not isinstance(value, (tuple, list)) or not isinstance(other, (tuple, list)) or len(value) != len(other):
             return False
-        return all(diagnosis.same_value(exercise, v, o) for v, o in zip(value, other, strict=True))
-    return diagnosis.same_value(exercise, value, other)
+        rights = right if isinstance(right, (tuple, list)) and len(right) == len(other) else [None] * len(other)
+        return all(_same_item(exercise, case, v, o, r) for v, o, r in zip(value, other, rights, strict=True))
+    return _same_item(exercise, case, value, other, right)
+
+
+def _same_item(exercise: Exercise, case: Case, value, other, right) -> bool:
+    tensors = isinstance(other, torch.Tensor) and isinstance(right, torch.Tensor)
+    if tensors and other.dtype != right.dtype and (not isinstance(value, torch.Tensor) or value.dtype != other.dtype):
+        return False
+    return diagnosis.same_value(exercise, value, other, case)
 
 
 def case_problem(exercise: Exercise, case: Case, outcome: Outcome, expected) -> str | None:
@@ -167,6 +249,12 @@ def case_problem(exercise: Exercise, case: Case, outcome: Outcome, expected) -> 
     if outcome.error is not None:
         return diagnosis.error_problem(outcome.error)
     value = outcome.value
+    if outcome.returned and not (exercise.outputs and len(exercise.outputs) == 2):
+        return (
+            f"Your function returned a `{outcome.returned}`: the pair (values, indices) that `.max(dim)`, "
+            "`.min(dim)`, `.sort`, `.topk` and `.median(dim)` give. Take its `.values` (or its `.indices`), or use "
+            "`.amax(dim)` for the values alone."
+        )
     if exercise.outputs:
         names = ", ".join(exercise.outputs)
         if not isinstance(value, (tuple, list)):
@@ -176,7 +264,7 @@ def case_problem(exercise: Exercise, case: Case, outcome: Outcome, expected) -> 
                 f"Your function returned a {type(value).__name__} of {diagnosis.items(len(value))}; "
                 f"expected {len(expected)}: ({names})."
             )
-        order = _reordered(exercise, value, expected)
+        order = _reordered(exercise, case, value, expected)
         if order is not None:
             return (
                 f"Your function returned the right items in the order ({', '.join(order)}); return them as ({names})."
@@ -193,7 +281,7 @@ def _item_problem(exercise: Exercise, case: Case, subject: str, value, expected,
     if isinstance(expected, torch.Tensor):
         problem = diagnosis.value_problem(exercise, case, subject, value, expected, axes)
     elif isinstance(expected, float):
-        problem = diagnosis.number_problem(exercise, subject, value, expected)
+        problem = diagnosis.number_problem(exercise, subject, value, expected, case)
     elif isinstance(expected, int):
         problem = diagnosis.count_problem(value, expected)
     else:
@@ -205,12 +293,12 @@ def _item_problem(exercise: Exercise, case: Case, subject: str, value, expected,
     return problem
 
 
-def _reordered(exercise: Exercise, value, expected) -> list[str] | None:
+def _reordered(exercise: Exercise, case: Case, value, expected) -> list[str] | None:
     """The output names in the order the learner returned them, if that is a reordering of the right items."""
     remaining = list(range(len(expected)))
     order = []
     for item in value:
-        match = next((j for j in remaining if diagnosis.same_value(exercise, item, expected[j])), None)
+        match = next((j for j in remaining if diagnosis.same_value(exercise, item, expected[j], case)), None)
         if match is None:
             return None
         remaining.remove(match)

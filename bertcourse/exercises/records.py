@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import sys
 from collections.abc import Callable
 
 import torch
@@ -144,3 +145,47 @@ class Exercise:
 
     def core_name(self) -> str:
         return self.core or f"_{self.name}"
+
+    def solution_names(self) -> tuple[str, ...]:
+        """The functions ``solution`` shows, in order: the core, the helpers of ``extra_solution``, then every
+        other private function of the reference's module that these call (at any depth), so that no step
+        of the exercise hides behind a name the listing does not show."""
+        module = sys.modules[self.reference.__module__]
+        names = list(dict.fromkeys((self.core_name(), *self.extra_solution)))
+        index = 0
+        while index < len(names):
+            function = getattr(module, names[index], None)
+            index += 1
+            code = getattr(function, "__code__", None)
+            for called in () if code is None else _names_used(code):
+                helper = getattr(module, called, None)
+                if (
+                    called.startswith("_")
+                    and called not in names
+                    and inspect.isfunction(helper)
+                    and helper.__module__ == module.__name__
+                    and not called.startswith(("_check", "_require"))  # argument checks are not the concept
+                ):
+                    names.append(called)
+        return tuple(names)
+
+    def concept_functions(self) -> tuple[Callable, ...]:
+        """The package's own code for this exercise: the reference, the functions ``solution`` shows, and the
+        ``forward`` of a module class of the same name in the same module (``LayerNorm`` for ``layer_norm``)."""
+        module = sys.modules[self.reference.__module__]
+        found = [self.reference]
+        found += [f for f in (getattr(module, name, None) for name in self.solution_names()) if callable(f)]
+        wanted = self.reference.__name__.replace("_", "").lower()
+        for name, value in vars(module).items():
+            if inspect.isclass(value) and value.__module__ == module.__name__ and name.lower() == wanted:
+                found += [vars(value)[method] for method in ("forward", "__call__") if method in vars(value)]
+        return tuple(dict.fromkeys(found))
+
+
+def _names_used(code) -> list[str]:
+    """The global names a code object and the functions nested in it use."""
+    names = list(code.co_names)
+    for constant in code.co_consts:
+        if inspect.iscode(constant):
+            names += _names_used(constant)
+    return names

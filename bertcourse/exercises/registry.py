@@ -161,7 +161,7 @@ def solution(name: str) -> Listing:
     public = exercise.reference
     module = sys.modules[public.__module__]
     parts = []
-    for helper in (exercise.core_name(), *exercise.extra_solution):
+    for helper in exercise.solution_names():
         function = getattr(module, helper, None)
         if function is None:
             text = (

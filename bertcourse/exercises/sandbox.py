@@ -14,25 +14,40 @@ inside ``fixed_state()``:
 - afterwards the default dtype and device, the grad mode, the thread count and the states of
   torch's, Python's and NumPy's generators are exactly what they were.
 
-``call`` runs one case with a time limit (a signal-based alarm on the main thread, where Jupyter
-runs cells; a worker thread elsewhere) and catches everything the function raises. ``plain`` turns
-what came back into plain tensors, tuples and ints, so that an object that overrides comparisons, or
-a tensor subclass with its own ``__torch_function__``, takes no part in judging itself.
+``call`` runs one case in a worker thread, within a time limit, and catches everything the function
+raises. No learner code can keep a check waiting: once the limit has passed, the check reports the
+time-out and gives up on the thread, and a trace function makes every line the thread runs from then
+on raise ``TimedOut`` again, so that even a bare ``except:`` inside a retry loop cannot swallow it (the
+raise from an ``except`` block's own line escapes that block). A thread stuck inside one long C call
+ends when that call returns. ``plain`` turns what came back into plain tensors, tuples and ints, so
+that an object that overrides comparisons, or a tensor subclass with its own ``__torch_function__``,
+takes no part in judging itself.
+
+The same trace function watches for calls into a given set of package functions (``Watch``): a
+learner's function that is, or calls, the package's own code for the exercise's concept is told so,
+never judged correct.
 """
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import copy
 import dataclasses
+import os
 import random
-import signal
 import sys
+import sysconfig
 import threading
 import warnings
 
 import torch
 
+# Frames of these folders (PyTorch's, the standard library's, the installed packages') sit between the
+# learner's code and ours without being either (``nn.Module.__call__``, ``functools``).
+_LIBRARIES = tuple(os.path.dirname(os.path.abspath(path)) + os.sep for path in (torch.__file__, os.__file__)) + tuple(
+    os.path.abspath(p) + os.sep for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+)
 CALL_TIME_LIMIT_S = 5.0  # the cases are tiny: a right answer takes milliseconds
 _SEED = 0
 
@@ -52,6 +67,45 @@ class Outcome:
     value: object = None
     error: BaseException | None = None
     changed_argument: str | None = None  # an input the call modified in place
+    reached: str | None = None  # the package function of the concept that the call reached, if watched
+    returned: str | None = None  # "torch.return_types.max" when the call returned such a pair
+
+
+class Watch:
+    """Which package function of an exercise's concept a learner's call reaches.
+
+    ``codes`` are the code objects of the concept (the reference, its core and its helpers);
+    ``legitimate`` those of other exercises' references and cores. A call into ``codes`` counts
+    when the learner's code reached it directly, or through package code none of whose frames is in
+    ``legitimate`` (so a layer that calls ``bc.layer_norm`` does not count for ``layer_norm``'s
+    helpers reached from another exercise's reference). ``reached`` names the package function the
+    learner's code called, e.g. "bertcourse.multihead.multi_head_attention".
+    """
+
+    def __init__(self, codes: frozenset, legitimate: frozenset, package_dir: str):
+        self.codes = codes
+        self.legitimate = legitimate
+        self.package_dir = package_dir  # bertcourse's own folder; its exercises/ subfolder is where the check runs
+        self.outside = (os.path.join(package_dir, "exercises") + os.sep,)
+        self.reached: str | None = None
+
+    def see(self, frame) -> None:
+        if self.reached is not None:
+            return
+        entry, caller = frame, frame.f_back
+        while caller is not None:
+            filename = os.path.abspath(caller.f_code.co_filename)
+            if filename.startswith(self.outside):
+                break  # the check's own code called `entry` (the learner's function is the package's)
+            if filename.startswith(self.package_dir):
+                if caller.f_code in self.legitimate:
+                    return  # another exercise's function, which the learner may use, called it
+                entry = caller
+            elif not filename.startswith(_LIBRARIES):
+                break  # the learner's code called `entry`
+            caller = caller.f_back
+        name = getattr(entry.f_code, "co_qualname", entry.f_code.co_name)
+        self.reached = f"{entry.f_globals.get('__name__', '?')}.{name}"
 
 
 @contextlib.contextmanager
@@ -95,25 +149,24 @@ def _default_device() -> torch.device:
     return torch.device("cpu") if getter is None else getter()
 
 
-def call(fn, args: tuple, names: list[str], time_limit: float | None = None) -> Outcome:
+def call(fn, args: tuple, names: list[str], time_limit: float | None = None, watch: Watch | None = None) -> Outcome:
     """Call ``fn`` on a deep copy of ``args`` in the fixed state, within the time limit; never raises.
 
-    The outcome's value is made plain (see ``plain``); an input the call changed in place is noted.
+    The outcome's value is made plain (see ``plain``); an input the call changed in place is noted, and
+    so is the first package function of ``watch`` that the call reached.
     """
     fresh = copy.deepcopy(args)
     limit = CALL_TIME_LIMIT_S if time_limit is None else time_limit
-    try:
-        with fixed_state():
-            value = _within(limit, fn, fresh)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as error:  # even SystemExit: a learner's `exit()` must not end the check
+    with fixed_state():
+        value, error, returned = _in_thread(limit, fn, fresh, watch)
+    if error is not None:
         outcome = Outcome(error=error)
     else:
         try:
-            outcome = Outcome(value=plain(value))
-        except Exception as error:
-            outcome = Outcome(error=UnreadableOutput(f"{type(error).__name__}: {error}"))
+            outcome = Outcome(value=plain(value), returned=returned)
+        except Exception as problem:
+            outcome = Outcome(error=UnreadableOutput(f"{type(problem).__name__}: {problem}"))
+    outcome.reached = None if watch is None else watch.reached
     for name, before, after in zip(names, args, fresh, strict=False):  # names also lists omitted optional arguments
         if not _same_input(before, after):
             outcome.changed_argument = name
@@ -121,49 +174,105 @@ def call(fn, args: tuple, names: list[str], time_limit: float | None = None) -> 
     return outcome
 
 
-def _within(limit: float, fn, args: tuple):
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-        return _with_alarm(limit, fn, args)
-    return _in_thread(limit, fn, args)
+_GRACE_S = 0.5  # after a time-out, how long the check waits for the thread to end before giving up on it
 
 
-def _with_alarm(limit: float, fn, args: tuple):
-    """Run ``fn(*args)``; raise ``TimedOut`` inside it once ``limit`` seconds have passed (and every 0.5 s after)."""
+class _Stopper:
+    """The trace function of a worker thread: it watches for calls into package code and, once ``stop`` is
+    called, raises ``TimedOut`` at every line and every call the thread runs.
 
-    def alarm(signum, frame):
-        raise TimedOut
+    Python turns tracing off once a trace function raises, so that a learner's bare ``except:`` could catch
+    that one exception and loop on untraced. So the exception raised here turns tracing back on when it
+    dies, which is at the end of the ``except`` block that caught it: the next line raises again, and
+    one raised inside an ``except`` block escapes it.
+    """
 
-    previous_handler = signal.signal(signal.SIGALRM, alarm)
-    previous_timer = signal.setitimer(signal.ITIMER_REAL, limit, 0.5)
-    try:
-        return fn(*args)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous_handler)
-        if previous_timer[0]:
-            signal.setitimer(signal.ITIMER_REAL, *previous_timer)
+    def __init__(self, watch: Watch | None, outermost):
+        self.watch = watch
+        self.outermost = outermost  # the code of the frame that calls the learner's function: never stopped
+        self.stopped = False
+        self.running = True
+        self.ident: int | None = None  # the worker thread's, once it runs
+
+    def trace(self, frame, event, arg):
+        if self.stopped:
+            if frame.f_code is _TimeUp.__del__.__code__:
+                return None  # the exception that arms the next one must not raise while it does
+            raise _TimeUp(self)
+        if self.watch is not None and frame.f_code in self.watch.codes:
+            self.watch.see(frame)
+        return None  # no line events while the call runs: they would slow every line down
+
+    def kill(self, frame, event, arg):
+        raise _TimeUp(self)
+
+    def stop(self, thread: threading.Thread) -> None:
+        """Make every frame that ``thread`` runs above the outermost one raise ``TimedOut`` at its next line."""
+        self.stopped = True
+        frame = sys._current_frames().get(thread.ident)
+        while frame is not None and frame.f_code is not self.outermost:
+            frame.f_trace = self.kill
+            frame = frame.f_back
 
 
-def _in_thread(limit: float, fn, args: tuple):
-    """Run ``fn(*args)`` in a worker thread; give up waiting after ``limit`` seconds (the thread is left behind)."""
+class _TimeUp(TimedOut):
+    """The ``TimedOut`` raised in a worker thread past its time limit: once caught and let go, it arms the next."""
+
+    def __init__(self, stopper: _Stopper):
+        super().__init__()
+        self.stopper = stopper
+
+    def __del__(self):
+        # Tracing back on in the worker thread, from where it runs now. No Python call in here: once
+        # tracing is on, the trace function would raise in it.
+        stopper = self.stopper
+        if not (stopper.stopped and stopper.running) or _thread.get_ident() != stopper.ident:
+            return
+        frame = sys._getframe(1)  # the frame that let go of the exception, then its callers
+        while frame is not None and frame.f_code is not stopper.outermost:
+            frame.f_trace = stopper.kill
+            frame = frame.f_back
+        sys.settrace(stopper.trace)
+
+
+def _in_thread(limit: float, fn, args: tuple, watch: Watch | None):
+    """Run ``fn(*args)`` in a worker thread: (value, error, returned type name), ``TimedOut`` past ``limit``."""
     result: dict = {}
-    state = (torch.get_default_dtype(), torch.is_grad_enabled())
+    grad = torch.is_grad_enabled()
+    stopper = _Stopper(watch, None)
 
     def work():
-        torch.set_grad_enabled(state[1])  # grad mode is per thread
+        stopper.ident = _thread.get_ident()
         try:
+            torch.set_grad_enabled(grad)  # grad mode is per thread
+            sys.settrace(stopper.trace)
             result["value"] = fn(*args)
-        except BaseException as error:
+        except BaseException as error:  # even SystemExit: a learner's `exit()` must not end the check
             result["error"] = error
+        finally:
+            stopper.running = False
+            sys.settrace(None)
 
-    worker = threading.Thread(target=work, daemon=True)
-    worker.start()
-    worker.join(limit)
-    if worker.is_alive():
-        raise TimedOut
+    stopper.outermost = work.__code__
+    worker = threading.Thread(target=work, name="bertcourse-check", daemon=True)
+    timed_out = True
+    try:
+        worker.start()
+        worker.join(limit)
+        timed_out = worker.is_alive()
+    finally:
+        if timed_out:  # past the limit, or the notebook's user interrupted the check
+            stopper.stop(worker)
+            worker.join(_GRACE_S)
+    if timed_out:  # whatever the function did once it was stopped (caught it and returned, say)
+        return None, TimedOut(), None
     if "error" in result:
-        raise result["error"]
-    return result["value"]
+        error = result["error"]
+        return None, (TimedOut() if isinstance(error, TimedOut) else error), None
+    value = result["value"]
+    kind = type(value)
+    returned = f"{kind.__module__}.{kind.__name__}" if kind.__module__ == "torch.return_types" else None
+    return value, None, returned
 
 
 def plain(value):
