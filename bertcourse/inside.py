@@ -624,21 +624,27 @@ def value_weighted_norms(attention: torch.Tensor, values: torch.Tensor, output_w
 
 
 def _value_weighted_norms(attention, values, output_weight):
+    return attention * _value_lengths(values, output_weight)[..., None, :]  # (..., heads, seq, seq): a_ij ||v_j W_O^h||
+
+
+def _value_lengths(values, output_weight):
+    """(..., heads, seq): ||v_j W_O^h||, the length of what key j sends through head h."""
     heads, d_k = values.shape[-3], values.shape[-1]
     w_o = output_weight.T.reshape(heads, d_k, -1)  # (heads, d_k, hidden): head h's rows of W_O^T
-    transformed = values @ w_o  # (..., heads, seq, hidden): v_j W_O^h, what key j sends
-    return attention * transformed.norm(dim=-1)[..., None, :]  # (..., heads, seq, seq): a_ij ||v_j W_O^h||
+    return (values @ w_o).norm(dim=-1)  # (..., heads, seq): v_j W_O^h is (hidden,), its norm
 
 
 @dataclasses.dataclass
 class ValueWeighted:
     """``value_weighted_attention``'s result, for a padded batch of sentences: ``weights`` and ``norms``
-    (batch, layers, heads, seq, seq), the attention weights a_ij and ||a_ij v_j W_O^h||; ``mask``
-    (batch, seq), True at real tokens; ``tokens`` one list per sentence."""
+    (batch, layers, heads, seq, seq), the attention weights a_ij and ||a_ij v_j W_O^h||; ``lengths``
+    (batch, layers, heads, seq), ||v_j W_O^h||; ``mask`` (batch, seq), True at real tokens; ``tokens``
+    one list per sentence."""
 
     tokens: list[list[str]]
     weights: torch.Tensor
     norms: torch.Tensor
+    lengths: torch.Tensor
     mask: torch.Tensor
 
 
@@ -651,15 +657,15 @@ def value_weighted_attention(model, tokenizer, sentences) -> ValueWeighted:
     batch = _on_device(tokenizer(list(sentences)), bert)
     with torch.no_grad():
         out = bert(**batch, output_attentions=True, output_hidden_states=True)
-        norms = []
+        lengths = []
         for layer, encoder_layer in enumerate(bert.encoder.layers):
             attention = encoder_layer.attention
-            values = split_heads(
-                attention.value(out.hidden_states[layer]), attention.num_heads
-            )  # (batch, heads, seq, d_k)
-            norms.append(_value_weighted_norms(out.attentions[layer], values, attention.output.weight))
+            values = split_heads(attention.value(out.hidden_states[layer]), attention.num_heads)
+            lengths.append(_value_lengths(values, attention.output.weight))  # (batch, heads, seq)
     weights = torch.stack(out.attentions, dim=1).cpu()  # (batch, layers, heads, seq, seq)
-    return ValueWeighted(token_lists, weights, torch.stack(norms, dim=1).cpu(), batch["attention_mask"].bool().cpu())
+    lengths = torch.stack(lengths, dim=1).cpu()  # (batch, layers, heads, seq)
+    norms = weights * lengths[..., None, :]  # (batch, layers, heads, seq, seq): a_ij ||v_j W_O^h||
+    return ValueWeighted(token_lists, weights, norms, lengths, batch["attention_mask"].bool().cpu())
 
 
 def rank_correlation(a: torch.Tensor, b: torch.Tensor) -> float:

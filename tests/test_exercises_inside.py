@@ -1,52 +1,205 @@
-"""The exercises of notebook 08: learner code written differently from the package is judged as the package's
-(the generic checks of every exercise, the registry, verdicts, hints and solutions, are in test_exercises.py)."""
+"""The exercises of notebook 08: learner code written differently from the package is judged as the package's,
+realistic wrong answers get a message that names the mistake, and the retired exercises' case sets catch what
+they missed (the generic checks of every exercise, the registry, verdicts, hints and solutions, are in
+test_exercises.py)."""
 
+import re
+from pathlib import Path
+
+import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
 
-from bertcourse.exercises import check
+from bertcourse.exercises import check, registry
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "08_inside_bert.ipynb"
+SOLUTION = re.compile(r"<details>\s*<summary>Solution</summary>\s*```python\n(.*?)```\s*</details>", re.S)
 
 
-def test_the_notebooks_solutions_are_correct():
-    def role_score(attention, targets):
-        on_targets = (attention * targets).sum(dim=-1)
-        return on_targets.sum(dim=-1) / targets.any(dim=-1).sum()
-
-    def attention_rollout(attentions, residual=True):
-        rollout = None
-        for layer_maps in attentions:
-            mixing = layer_maps.mean(dim=-3)
-            if residual:
-                mixing = 0.5 * mixing + 0.5 * torch.eye(mixing.shape[-1])
-                mixing = mixing / mixing.sum(dim=-1, keepdim=True)
-            rollout = mixing if rollout is None else mixing @ rollout
-        return rollout
-
-    def mean_pooling(last_hidden_state, attention_mask=None):
-        if attention_mask is None:
-            attention_mask = torch.ones(last_hidden_state.shape[:2])
-        mask = attention_mask[:, :, None].to(last_hidden_state.dtype)
-        return (last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1)
-
-    for fn in (role_score, attention_rollout, mean_pooling):
-        assert check(fn.__name__, fn).status == "correct", fn.__name__
+def test_notebook_asks_for_the_new_exercises_and_its_solutions_pass():
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    checks = [c.source.strip() for c in cells if c.cell_type == "code" and c.source.strip().startswith("check(")]
+    assert checks == [f'check("{name}", my_{name})' for name in registry.NOTEBOOK_ASKS["08"]]
+    solutions = [m.group(1) for c in cells if c.cell_type == "markdown" for m in SOLUTION.finditer(c.source)]
+    assert len(solutions) == 2
+    for name, source in zip(registry.NOTEBOOK_ASKS["08"], solutions, strict=True):
+        namespace = {"torch": torch}
+        exec(source, namespace)
+        assert check(name, namespace[f"my_{name}"]).status == "correct", name
 
 
-def role_score_with_einsum(attention, targets):
-    mass = torch.einsum("...qk,qk->...", attention, targets.float())
-    return mass / targets.sum(dim=-1).clamp(max=1).sum()
+def test_no_cell_imports_or_calls_the_answers():
+    code = "\n".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code")
+    for name in registry.NOTEBOOK_ASKS["08"]:
+        assert f"inside.{name}" not in code and f"import {name}" not in code, name
+    assert "inside._" not in code  # nor the cores behind them
 
 
-def rollout_with_an_identity_start(attentions, residual=True):
-    seq = attentions.shape[-1]
-    rollout = torch.eye(seq)
-    for layer_maps in attentions:
-        mixing = layer_maps.mean(dim=-3)
-        if residual:
-            mixing = (mixing + torch.eye(seq)) / 2
-        rollout = mixing @ rollout
-    return rollout
+def test_retired_names_are_still_checked():
+    for name in ("role_score", "attention_rollout", "mean_pooling"):
+        assert name in registry.RETIRED and name in registry.EXERCISES
+
+
+# --- word_piece_targets ---------------------------------------------------------------------------------
+
+
+def pieces_with_a_loop(tokens):
+    n = len(tokens)
+    word, current = [], -1
+    for token in tokens:
+        if not token.startswith("##"):
+            current += 1
+        word.append(current)
+    return torch.tensor([[i != j and word[i] == word[j] for j in range(n)] for i in range(n)])
+
+
+def pieces_by_spans(tokens):
+    targets = torch.zeros(len(tokens), len(tokens), dtype=torch.bool)
+    start = 0
+    for end in range(1, len(tokens) + 1):
+        if end == len(tokens) or not tokens[end].startswith("##"):
+            targets[start:end, start:end] = True
+            start = end
+    return targets & ~torch.eye(len(tokens), dtype=torch.bool)
+
+
+@pytest.mark.parametrize("fn", [pieces_with_a_loop, pieces_by_spans])
+def test_word_piece_targets_written_differently_pass(fn):
+    assert check("word_piece_targets", fn).status == "correct"
+
+
+def pieces_diagonal_kept(tokens):
+    return pieces_by_spans(tokens) | torch.eye(len(tokens), dtype=torch.bool)
+
+
+def pieces_to_the_left(tokens):
+    return torch.tril(pieces_by_spans(tokens), diagonal=-1)
+
+
+def pieces_next_door(tokens):
+    n = len(tokens)
+    near = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n - 1):
+        if tokens[i + 1].startswith("##"):
+            near[i, i + 1] = near[i + 1, i] = True
+    return near
+
+
+def pieces_hash_only(tokens):
+    hashed = torch.tensor([t.startswith("##") for t in tokens])
+    return pieces_by_spans(tokens) & hashed[:, None] & hashed[None, :]
+
+
+def pieces_same_string(tokens):
+    n = len(tokens)
+    return torch.tensor([[i != j and tokens[i] == tokens[j] for j in range(n)] for i in range(n)])
+
+
+def pieces_as_floats(tokens):
+    return pieces_by_spans(tokens).float() * 2
+
+
+def pieces_word_start_wrong(tokens):
+    word = torch.tensor([t.startswith("##") for t in tokens]).cumsum(dim=0)  # counts the ## pieces, not the words
+    positions = torch.arange(len(tokens))
+    return (word[:, None] == word[None, :]) & (positions[:, None] != positions[None, :])
+
+
+@pytest.mark.parametrize(
+    ("fn", "words"),
+    [
+        (pieces_diagonal_kept, "the token itself counted"),
+        (pieces_to_the_left, "only the earlier pieces"),
+        (pieces_next_door, "only the neighbouring pieces"),
+        (pieces_hash_only, "the word's first piece left out"),
+        (pieces_same_string, "the same token string"),
+        (pieces_as_floats, "bool"),
+        (pieces_word_start_wrong, "the first wrong entry is query"),
+    ],
+)
+def test_word_piece_targets_wrong_answers_are_named(fn, words):
+    result = check("word_piece_targets", fn)
+    assert result.status == "wrong" and words in result.message, result.message
+
+
+# --- value_weighted_norms -------------------------------------------------------------------------------
+
+
+def norms_with_a_loop(attention, values, output_weight):
+    heads, d_k = values.shape[-3], values.shape[-1]
+    parts = []
+    for h in range(heads):
+        w_o_h = output_weight[:, h * d_k : (h + 1) * d_k]  # (hidden, d_k): head h's columns
+        lengths = (values[..., h, :, :] @ w_o_h.T).norm(dim=-1)  # (..., seq)
+        parts.append(attention[..., h, :, :] * lengths[..., None, :])
+    return torch.stack(parts, dim=-3)
+
+
+def norms_with_einsum(attention, values, output_weight):
+    heads, d_k = values.shape[-3], values.shape[-1]
+    w = output_weight.view(-1, heads, d_k)  # (hidden, heads, d_k)
+    sent = torch.einsum("...hsd,ohd->...hso", values, w)
+    return torch.einsum("...hqk,...hk->...hqk", attention, sent.norm(dim=-1))
+
+
+@pytest.mark.parametrize("fn", [norms_with_a_loop, norms_with_einsum])
+def test_value_weighted_norms_written_differently_pass(fn):
+    assert check("value_weighted_norms", fn).status == "correct"
+
+
+def norms_values_only(attention, values, output_weight):
+    return attention * torch.linalg.vector_norm(values, dim=-1).unsqueeze(-2)
+
+
+def norms_rows_view(attention, values, output_weight):
+    heads, d_k = values.shape[-3], values.shape[-1]
+    w = output_weight.view(heads, d_k, -1)  # the weight's numbers in the wrong order
+    return attention * (values @ w).norm(dim=-1)[..., None, :]
+
+
+def norms_without_attention(attention, values, output_weight):
+    return norms_with_a_loop(torch.ones_like(attention), values, output_weight)
+
+
+def norms_transposed(attention, values, output_weight):
+    return norms_with_a_loop(attention, values, output_weight).transpose(-2, -1)
+
+
+def norms_squared(attention, values, output_weight):
+    return norms_with_a_loop(attention, values, output_weight) ** 2 / attention
+
+
+def norms_whole_w_o(attention, values, output_weight):
+    merged = values.transpose(-3, -2).flatten(-2)  # (..., seq, heads * d_k)
+    lengths = (merged @ output_weight.T).norm(dim=-1)  # (..., seq): every head together
+    return attention * lengths[..., None, None, :]
+
+
+@pytest.mark.parametrize(
+    ("fn", "words"),
+    [
+        (norms_values_only, "W_O left out"),
+        (norms_rows_view, "reshaped without its transpose"),
+        (norms_without_attention, "the attention weight left out"),
+        (norms_squared, "a squared norm"),
+        (norms_transposed, "Wrong"),
+        (norms_whole_w_o, "Wrong"),
+    ],
+)
+def test_value_weighted_norms_wrong_answers_are_named(fn, words):
+    result = check("value_weighted_norms", fn)
+    assert result.status == "wrong" and words in result.message, result.message
+
+
+# --- the retired exercises: their cases now catch what they missed ------------------------------------------
+
+
+def pooling_first_tokens(last_hidden_state, attention_mask=None):
+    if attention_mask is None:
+        return last_hidden_state.mean(dim=1)
+    lengths = attention_mask.sum(dim=1)
+    return torch.stack([h[: int(n)].mean(dim=0) for h, n in zip(last_hidden_state, lengths, strict=True)])
 
 
 def pooling_with_where(last_hidden_state, attention_mask=None):
@@ -57,37 +210,41 @@ def pooling_with_where(last_hidden_state, attention_mask=None):
     return kept.sum(dim=1) / mask.sum(dim=1)
 
 
-@pytest.mark.parametrize(
-    ("name", "fn"),
-    [
-        ("role_score", role_score_with_einsum),
-        ("attention_rollout", rollout_with_an_identity_start),
-        ("mean_pooling", pooling_with_where),
-    ],
-)
-def test_correct_solutions_written_differently_pass(name, fn):
-    assert check(name, fn).status == "correct"
+def test_mean_pooling_that_assumes_padding_at_the_end_is_caught():
+    result = check("mean_pooling", pooling_first_tokens)
+    assert result.status == "wrong" and result.mistake.startswith("the mean of the first n tokens"), result.message
+    assert check("mean_pooling", pooling_with_where).status == "correct"
+    assert check("mean_pooling", lambda h, m=None: F.normalize(pooling_with_where(h, m), dim=1)).mistake.startswith(
+        "the mean normalised"
+    )
 
 
-def rollout_of_the_sum_of_heads_with_a_loop(attentions, residual=True):
-    rollout = None
-    for layer_maps in attentions:
-        mixing = sum(layer_maps.unbind(dim=-3))
-        if residual:
-            mixing = 0.5 * mixing + 0.5 * torch.eye(mixing.shape[-1])
-            mixing = mixing / mixing.sum(dim=-1, keepdim=True)
-        rollout = mixing if rollout is None else mixing @ rollout
-    return rollout
+def role_mean_over_targets(attention, targets):
+    per_query = (attention * targets).sum(dim=-1) / targets.sum(dim=-1).clamp(min=1)
+    return per_query.sum(dim=-1) / targets.any(dim=-1).sum()
 
 
-@pytest.mark.parametrize(
-    ("name", "fn", "mistake"),
-    [
-        ("role_score", lambda attention, targets: (attention * targets).sum(-1).mean(-1), "a mean over every query"),
-        ("attention_rollout", rollout_of_the_sum_of_heads_with_a_loop, "the heads summed instead of averaged"),
-        ("mean_pooling", lambda h, mask=None: F.normalize(pooling_with_where(h, mask), dim=1), "the mean normalised"),
-        ("mean_pooling", lambda h, mask=None: h.sum(dim=1) / h.shape[1], "the padding averaged in"),
-    ],
-)
-def test_mistakes_written_differently_are_recognised(name, fn, mistake):
-    assert check(name, fn).mistake.startswith(mistake)
+def test_role_score_cases_separate_head_axes_from_several_targets():
+    result = check("role_score", role_mean_over_targets)
+    assert result.mistake == "a mean over each query's targets"
+    assert "batch (or head) axes" not in result.message
+    from bertcourse.exercises.inside import ROLE_SCORE
+
+    cases = ROLE_SCORE.cases()
+    several = [int(case.args[1].sum(dim=-1).max()) > 1 for case in cases]
+    batched = ["batched" in case.tags for case in cases]
+    assert {(s, b) for s, b in zip(several, batched, strict=True)} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+
+
+def test_rollout_still_passes_a_solution_written_differently():
+    def rollout(attentions, residual=True):
+        seq = attentions.shape[-1]
+        result = torch.eye(seq)
+        for layer_maps in attentions:
+            mixing = layer_maps.mean(dim=-3)
+            if residual:
+                mixing = (mixing + torch.eye(seq)) / 2
+            result = mixing @ result
+        return result
+
+    assert check("attention_rollout", rollout).status == "correct"

@@ -405,3 +405,233 @@ def test_ablation_effects_check_the_pairs(tiny):
         inside.ablation_effects(*tiny, ["one", "two"])
     with pytest.raises(ValueError, match="`text` is empty"):
         inside.ablation_effects(*tiny, [("fine", "")])
+
+
+def test_ablation_effects_keep_each_pairs_signed_change(tiny):
+    model, tok = tiny
+    effects = inside.ablation_effects(model, tok, PAIRS)
+    assert (effects.changes.shape, effects.layer_changes.shape) == ((2, 4, 2), (2, 2))
+    torch.testing.assert_close(effects.per_head, effects.changes.abs().mean(dim=-1))
+    torch.testing.assert_close(effects.per_layer, effects.layer_changes.abs().mean(dim=-1))
+    with torch.no_grad():
+        e = sentence_embeddings(zeroed_w_o_copy(model, [(0, 3)]), tok([s for pair in PAIRS for s in pair]))
+    torch.testing.assert_close(effects.changes[0, 3], (e[0::2] * e[1::2]).sum(dim=-1) - effects.similarity, **TOL)
+
+
+def mean_ablated_copy(model, heads, batch):
+    """The textbook version of mean-ablation: W_O's columns of the head zeroed, its mean output moved into the bias."""
+    d_k = model.config.hidden_size // model.config.num_attention_heads
+    captured = {}
+    hooks = [
+        layer.attention.output.register_forward_pre_hook(lambda m, i, n=n: captured.__setitem__(n, i[0]))
+        for n, layer in enumerate(model.encoder.layers)
+    ]
+    with torch.no_grad():
+        model(**batch)
+    for hook in hooks:
+        hook.remove()
+    real = batch["attention_mask"].bool()
+    ablated = copy.deepcopy(model)
+    with torch.no_grad():
+        for layer, head in heads:
+            columns = slice(head * d_k, (head + 1) * d_k)
+            mean = captured[layer][real][:, columns].mean(dim=0)  # (d_k,)
+            output = ablated.encoder.layers[layer].attention.output
+            output.bias += output.weight[:, columns] @ mean
+            output.weight[:, columns] = 0.0
+    return ablated
+
+
+@pytest.mark.parametrize("heads", [[(0, 1)], [(1, 0), (0, 2)]])
+def test_mean_ablation_equals_the_mean_moved_into_the_bias(tiny, heads):
+    model, tok = tiny
+    batch = tok(["The dog chased the ball.", "Why?", "A much longer sentence than the others here."])
+    with torch.no_grad(), inside.heads_ablated(model, heads, mean_of=batch):
+        ablated = model(**batch).last_hidden_state
+    with torch.no_grad():
+        expected = mean_ablated_copy(model, heads, batch)(**batch).last_hidden_state
+        zeroed = inside.heads_ablated(model, heads)
+        with zeroed:
+            zero = model(**batch).last_hidden_state
+    torch.testing.assert_close(ablated, expected, **TOL)
+    assert (ablated - zero).abs().max() > 1e-4  # not the same as zeroing
+
+
+def test_ablation_effects_with_mean_ablation(tiny):
+    model, tok = tiny
+    effects = inside.ablation_effects(model, tok, PAIRS, mean=True)
+    batch = tok([s for pair in PAIRS for s in pair])
+    with torch.no_grad():
+        e = sentence_embeddings(mean_ablated_copy(model, [(1, 2)], batch), batch)
+    torch.testing.assert_close(effects.changes[1, 2], (e[0::2] * e[1::2]).sum(dim=-1) - effects.similarity, **TOL)
+
+
+# --- the head's own directions --------------------------------------------------------------------------
+
+
+def test_head_directions_give_the_same_scores_in_order_of_strength(minilm):
+    model, tok = minilm
+    for layer, head in [(0, 2), (4, 5)]:
+        view = inside.neuron_view(model, tok, TEXT, layer, head)
+        to_q, to_k, strengths = inside.head_directions(model, layer, head)
+        assert to_q.shape == to_k.shape == (32, 32) and strengths.shape == (32,)
+        assert (strengths[:-1] >= strengths[1:]).all()
+        torch.testing.assert_close(view.q @ to_q, view.q_directions)
+        scores = view.q_directions @ view.k_directions.T / math.sqrt(32)
+        torch.testing.assert_close(scores, view.scores, atol=1e-3, rtol=1e-4)
+        product = view.product(3, 2, basis="directions")
+        assert float(product.sum() / math.sqrt(32)) == pytest.approx(float(view.scores[3, 2]), abs=1e-3)
+
+
+def test_head_directions_do_not_depend_on_a_rotation_of_the_head(tiny):
+    model, tok = tiny
+    rotated = copy.deepcopy(model)
+    rotation, _ = torch.linalg.qr(torch.randn(8, 8, generator=torch.Generator().manual_seed(1)))
+    with torch.no_grad():
+        attention = rotated.encoder.layers[1].attention
+        for projection in (attention.query, attention.key):
+            rows = slice(8, 16)  # head 1
+            projection.weight[rows] = rotation.T @ projection.weight[rows]  # q -> q R
+            projection.bias[rows] = rotation.T @ projection.bias[rows]
+    before = inside.neuron_view(model, tok, TEXT, 1, 1)
+    after = inside.neuron_view(rotated, tok, TEXT, 1, 1)
+    torch.testing.assert_close(after.scores, before.scores, atol=1e-4, rtol=1e-4)
+    assert (after.q - before.q).abs().max() > 1e-2  # every coordinate moved
+    torch.testing.assert_close(inside.head_directions(rotated, 1, 1)[2], inside.head_directions(model, 1, 1)[2], **TOL)
+    torch.testing.assert_close(after.q_directions.abs(), before.q_directions.abs(), atol=1e-4, rtol=1e-4)
+
+
+def test_product_refuses_an_unknown_basis(minilm):
+    view = inside.neuron_view(*minilm, TEXT, 0, 2)
+    with pytest.raises(ValueError, match="`basis` must be 'dimensions' or 'directions', got 'axes'"):
+        view.product(1, 0, basis="axes")
+
+
+# --- removing several tokens, as keys or from the mean -----------------------------------------------------
+
+
+def test_removal_effect_of_one_token_is_token_removal_effect(minilm):
+    model, tok = minilm
+    _, effects = inside.token_removal_effect(model, tok, TEXT)
+    for position in (0, 3, 10):
+        assert inside.removal_effect(model, tok, TEXT, [position]) == pytest.approx(float(effects[position]), abs=1e-5)
+
+
+def test_removal_effect_as_key_and_from_the_pooling_by_hand(minilm):
+    model, tok = minilm
+    batch = tok(TEXT)
+    n = batch["input_ids"].shape[1]
+    removed = torch.ones(1, n, dtype=torch.bool)
+    removed[0, [2, 5]] = False
+    full = torch.ones(1, n, dtype=torch.bool)
+    with torch.no_grad():
+        base = model(**batch).last_hidden_state
+        ids, types = batch["input_ids"], batch["token_type_ids"]
+        as_key = model(ids, attention_mask=removed, token_type_ids=types).last_hidden_state
+
+    def unit(hidden, mask):
+        return bc.pooling.normalize(bc.pooling.mean_pooling(hidden, mask))[0]
+
+    keys_only = 1 - float(unit(as_key, full) @ unit(base, full))
+    pooled_only = 1 - float(unit(base, removed) @ unit(base, full))
+    both = 1 - float(unit(as_key, removed) @ unit(base, full))
+    assert inside.removal_effect(model, tok, TEXT, [2, 5], pooled=False) == pytest.approx(keys_only, abs=1e-5)
+    assert inside.removal_effect(model, tok, TEXT, [2, 5], as_key=False) == pytest.approx(pooled_only, abs=1e-5)
+    assert inside.removal_effect(model, tok, TEXT, [2, 5]) == pytest.approx(both, abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("positions", "keywords", "error", "words"),
+    [
+        (3, {}, TypeError, "`positions` must be a non-empty list of token positions"),
+        ([], {}, TypeError, "`positions` must be a non-empty list"),
+        ([11], {}, ValueError, "got 11"),
+        ([1], {"as_key": False, "pooled": False}, ValueError, "nothing would be removed"),
+    ],
+)
+def test_removal_effect_errors(minilm, positions, keywords, error, words):
+    with pytest.raises(error, match=words):
+        inside.removal_effect(*minilm, TEXT, positions, **keywords)
+
+
+# --- the value side ---------------------------------------------------------------------------------------
+
+
+def test_value_weighted_norms_are_the_heads_share_of_the_output(tiny):
+    """Summed over keys and heads, the vectors whose lengths are returned give the attention's output."""
+    model, tok = tiny
+    batch = tok(TEXT)
+    attention = model.encoder.layers[1].attention
+    with torch.no_grad():
+        out = model(**batch, output_attentions=True, output_hidden_states=True)
+        x = out.hidden_states[1]  # (1, seq, 32)
+        values = bc.split_heads(attention.value(x), 4)  # (1, 4, seq, 8)
+        weights = out.attentions[1]  # (1, 4, seq, seq)
+        norms = inside.value_weighted_norms(weights, values, attention.output.weight)
+        w_o = attention.output.weight  # (32, 32): out x in
+        parts = torch.stack(
+            [weights[0, h, :, :, None] * (values[0, h] @ w_o[:, h * 8 : (h + 1) * 8].T)[None, :, :] for h in range(4)]
+        )  # (heads, seq queries, seq keys, hidden): a_ij v_j W_O^h
+        expected_output = parts.sum(dim=(0, 2)) + attention.output.bias  # (seq, hidden)
+        torch.testing.assert_close(expected_output[None], attention(x)[0], **TOL)
+    torch.testing.assert_close(norms[0], parts.norm(dim=-1), **TOL)
+
+
+def test_value_weighted_norms_check_their_arguments():
+    attention, values = torch.rand(2, 5, 5).softmax(-1), torch.randn(2, 5, 3)
+    with pytest.raises(ValueError, match=r"`attention` must be \(\.\.\., heads, seq, seq\)"):
+        inside.value_weighted_norms(attention[:, :4], values, torch.randn(6, 6))
+    with pytest.raises(ValueError, match=r"`output_weight` must be \(hidden, heads \* d_k\) = \(hidden, 6\)"):
+        inside.value_weighted_norms(attention, values, torch.randn(6, 5))
+
+
+def test_value_weighted_attention_over_a_padded_batch(minilm):
+    model, tok = minilm
+    sentences = ["The dog chased the ball across the garden.", "Why?"]
+    valued = inside.value_weighted_attention(model, tok, sentences)
+    assert valued.weights.shape == valued.norms.shape == (2, 6, 12, 11, 11)
+    assert valued.lengths.shape == (2, 6, 12, 11) and valued.mask.sum(dim=-1).tolist() == [11, 4]
+    torch.testing.assert_close(valued.norms, valued.weights * valued.lengths[..., None, :])
+    alone = inside.value_weighted_attention(model, tok, ["Why?"])
+    torch.testing.assert_close(valued.norms[1, ..., :4, :4], alone.norms[0], atol=1e-4, rtol=1e-4)
+
+
+# --- roles of one's own, and the data the notebook runs on -----------------------------------------------
+
+
+def test_word_piece_targets_by_hand():
+    tokens = ["[CLS]", "un", "##bel", "##ie", "true", "shard", "##s", ".", "[SEP]"]
+    targets = inside.word_piece_targets(tokens)
+    expected = torch.zeros(9, 9, dtype=torch.bool)
+    for group in ([1, 2, 3], [5, 6]):
+        for i in group:
+            for j in group:
+                expected[i, j] = i != j
+    assert torch.equal(targets, expected)
+    with pytest.raises(TypeError, match="`tokens` must be a list of token strings"):
+        inside.word_piece_targets("un ##bel")
+
+
+def test_head_role_scores_with_roles_of_ones_own(minilm):
+    model, tok = minilm
+    sentences = list(inside.PROBE_SENTENCES[:5])
+    default = inside.head_role_scores(model, tok, sentences)
+    roles = {"left": lambda tokens: inside.role_targets(tokens)["previous token"], "pieces": inside.word_piece_targets}
+    own = inside.head_role_scores(model, tok, sentences, roles=roles)
+    assert set(own.scores) == {"left", "pieces"}
+    torch.testing.assert_close(own.scores["left"], default.scores["previous token"])
+    with pytest.raises(ValueError, match="role 'bad' must give a \\(seq, seq\\)"):
+        inside.head_role_scores(model, tok, sentences, roles={"bad": lambda tokens: torch.zeros(2, 2)})
+    with pytest.raises(TypeError, match="`roles` must be a dict"):
+        inside.head_role_scores(model, tok, sentences, roles=["left"])
+
+
+def test_the_packages_sentences_are_readable_and_distinct(minilm):
+    model, tok = minilm
+    assert len(inside.PROBE_SENTENCES) == 50 and len(set(inside.PROBE_SENTENCES)) == 50
+    assert len(inside.ABLATION_PAIRS) >= 20 and len(set(inside.ABLATION_PAIRS)) == len(inside.ABLATION_PAIRS)
+    assert len(inside.WORD_PIECE_SENTENCES) == 20
+    for text in (*inside.PROBE_SENTENCES, *(s for pair in inside.ABLATION_PAIRS for s in pair)):
+        inside.sentence_tokens(model, tok, text)
+    pieces = sum(token.startswith("##") for text in inside.WORD_PIECE_SENTENCES for token in tok.tokenize(text))
+    assert pieces >= 40  # full of split words

@@ -200,6 +200,26 @@ def test_neuron_view_controls_move_the_picture(neuron):
     assert (neuron.drawn["head"], neuron.drawn["query"]) == (5, 7)
 
 
+def test_the_basis_switch_draws_the_heads_own_directions_with_the_same_score(pretrained):
+    explorer = NeuronViewExplorer(*pretrained, text=TEXT, layer=0, head=2, query=3)
+    score = explorer.drawn["score"]
+    view = inside.neuron_view(*pretrained, TEXT, 0, 2)
+    explorer.basis.value = "directions"
+    drawn = explorer.drawn
+    assert drawn["basis"] == "directions" and drawn["message"] is None
+    assert_close(drawn["q"], view.q_directions[3])
+    assert_close(drawn["k"], view.k_directions[2])
+    assert_close(drawn["product"], view.q_directions[3] * view.k_directions[2])
+    assert drawn["score"] == pytest.approx(score, abs=1e-3)
+    (vectors,) = images(drawn["figure"])
+    np.testing.assert_allclose(vectors, torch.stack([view.q_directions[3], view.k_directions[2]]).numpy(), rtol=1e-6)
+    assert drawn["figure"].axes[0].get_xlabel().startswith("direction of W_Q W_K^T")
+    explorer.basis.value = "dimensions"
+    assert_close(explorer.drawn["q"], view.q[3])
+    with pytest.raises(ValueError, match="`basis` must be one of"):
+        NeuronViewExplorer(*pretrained, basis="eigen")
+
+
 def test_a_new_sentence_gives_the_token_lists_its_tokens_and_draws_once(neuron):
     draws = []
     original = neuron._draw

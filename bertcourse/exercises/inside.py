@@ -639,6 +639,7 @@ VALUE_WEIGHTED_NORMS = Exercise(
     start="find head h's part of the projection first: the merged context puts the heads side by side, so head h "
     "owns d_k consecutive *columns* of `output_weight`; a vector of length d_k times that part has length hidden.",
     make_cases=_value_cases,
+    extra_solution=("_value_lengths",),
     axes={"": ("query rows", "key columns")},
     notebook="08",
     mistakes=(
