@@ -64,7 +64,7 @@ NOTEBOOK_EXERCISES = {
     "08": list(registry.NOTEBOOK_ASKS["08"]),
     "09": list(registry.NOTEBOOK_ASKS["09"]),
     "10": ["classification_logits", "choose_on_dev", "predict_labels"],
-    "11": ["window_spans", "merge_softmax_blocks", "local_global_mask"],
+    "11": list(registry.NOTEBOOK_ASKS["11"]),
     "12": list(registry.NOTEBOOK_ASKS["12"]),
 }
 NEW_EXERCISES = {name for names in NOTEBOOK_EXERCISES.values() for name in names} - COURSE_EXERCISES
