@@ -21,12 +21,18 @@ How a check works:
    test (batched or not, masked or not, a fully masked row, float16 or bfloat16, square or not,
    an optional argument left out), so that each common mistake shows in some case.
 2. The learner's function runs on a copy of every case's inputs, in a fixed state (float32 by
-   default, the CPU, gradients on, seeded generators, one thread), within a time limit, and its
-   output is made plain: a tensor subclass or an object with its own comparisons cannot judge
-   itself. The notebook's own state is given back untouched. The reference is **always a package
-   function** (one source of truth).
-3. ``NotImplementedError`` on the first case means "not attempted yet"; right answers on every
-   case (right values, shape, dtype and device) mean "correct".
+   default, the CPU, gradients on, seeded generators, one thread), in a worker thread, within a time
+   limit that no ``except`` clause of theirs can swallow, and its output is made plain: a tensor
+   subclass or an object with its own comparisons cannot judge itself. The notebook's own state is
+   given back untouched. The reference is **always a package function** (one source of truth).
+   Values are compared within the exercise's tolerance, widened to the rounding of each case's
+   inputs in their dtype.
+3. The skeleton's own ``raise NotImplementedError`` on the first case means "not attempted yet" (one
+   that PyTorch raises, ``"bitwise_or_cpu" not implemented for 'Float'``, is an attempt); right
+   answers on every case (right values, shape, dtype and device) mean "correct", unless the function
+   is, or calls, the package's own code for the exercise (its reference, core and helpers, or the
+   module class of the same name): that is said, and never judged correct. Other exercises'
+   package functions are free to call.
 4. Otherwise the outcome is compared with a catalogue of known mistakes, each a small function
    that implements the wrong variant. A mistake matches when, on every case, it gives the
    learner's output or fails the same *kind* of way (a shape error, ``if mask:`` on a tensor, a
@@ -35,8 +41,9 @@ How a check works:
 5. With no single mistake, the exercise's knobs (the parts of its formula, each with its usual
    slips) are tried two at a time, so that two slips at once are named too.
 6. With no match at all, the first failing case is reported with what can be said about it: which
-   output, which kind of case fails and which passes, and how the values relate to the right ones
-   (a constant factor, a sign, a transpose, the heads in another order, dropout, a few rows) or,
+   output, which kind of case fails and which passes (a kind is named only when a pair of cases
+   varies it alone, so that it cannot fail by coincidence), and how the values relate to the right
+   ones (a constant factor, a sign, a transpose, the heads in another order, dropout, a few rows) or,
    for an exception, the learner's line, their tensors' shapes and a hint.
 
 The cases, the reference outputs and the mistakes' outputs are computed once per exercise and
@@ -48,7 +55,8 @@ paths), because nbval compares the output of every committed notebook cell.
 The subpackage, in reading order:
 
 records        what the learner sees (CheckResult, Listing) and what an exercise is made of
-sandbox        where the learner's function runs: the fixed state, the time limit, plain values
+sandbox        where the learner's function runs: the fixed state, the time limit, plain values, and
+               which of the package's own functions it reached
 diagnosis      the words for what is wrong when no catalogued mistake explains it
 engine         how a check runs: the cases, matching mistakes and knob combinations, the message
 registry       every exercise by name, in course order; ``check``, ``solution``, ``prompt``, ``progress``
