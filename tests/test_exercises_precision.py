@@ -229,3 +229,24 @@ def test_bad_input_is_explained():
         global_mean_loss(torch.ones(2), torch.tensor([2, -1]))
     with pytest.raises(TypeError, match=r"`gradients` must hold floating-point numbers"):
         precision.safe_loss_scale(torch.ones(3, dtype=torch.long))
+
+
+def test_notebook_12_asks_for_them_unsolved_and_its_collapsed_solutions_pass():
+    from pathlib import Path
+
+    import torch.nn.functional as F
+    from test_exercises_notebooks import exercises
+
+    import bertcourse as bc
+
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "12_precision_and_scale.ipynb"
+    found = exercises(path)
+    assert tuple(name for name, *_ in found) == registry.NOTEBOOK_ASKS["12"]
+    for name, function, skeleton, check_cell, solution in found:
+        assert skeleton.source.startswith(f"def {function}(") and "raise NotImplementedError" in skeleton.source
+        (output,) = check_cell.outputs
+        assert output["data"]["text/plain"].startswith("⏳ Not attempted yet"), name
+        namespace = {"math": math, "torch": torch, "F": F, "bc": bc}
+        exec(solution, namespace)
+        result = check(name, namespace[function])
+        assert result.passed, (name, result.message)
