@@ -99,6 +99,35 @@ def _qkv_from_linear(x, w_q, b_q, w_k, b_k, w_v, b_v):
     return q, k, v  # (..., seq, d_k), (..., seq, d_k), (..., seq, d_v)
 
 
+def linear_scores(x: torch.Tensor, w_q: torch.Tensor, b_q: torch.Tensor, w_k: torch.Tensor, b_k: torch.Tensor):
+    """The raw attention scores of two ``nn.Linear`` projections: (x W_Q^T + b_Q)(x W_K^T + b_K)^T.
+
+    x: (..., seq, d_model); w_q, w_k: (d_k, d_model) in ``nn.Linear``'s (out, in) layout; b_q, b_k: (d_k,).
+    Returns (..., seq, seq): row i holds query i's score against every key, unscaled.
+    """
+    require_float_tensor("x", x, min_dim=2)
+    for w_name, weight, b_name, bias in (("w_q", w_q, "b_q", b_q), ("w_k", w_k, "b_k", b_k)):
+        require_float_tensor(w_name, weight, ndim=2, like=x, like_name="`x`")
+        require_size(
+            w_name, weight, 1, x.shape[-1], f"nn.Linear's shape (out, in) with in = x.shape[-1] = {x.shape[-1]}"
+        )
+        require_float_tensor(b_name, bias, ndim=1, like=x, like_name="`x`")
+        require_size(b_name, bias, 0, weight.shape[0], f"shape (out,) with out = {w_name}.shape[0] = {weight.shape[0]}")
+    if w_q.shape[0] != w_k.shape[0]:
+        raise ValueError(
+            f"`w_q` and `w_k` must project to the same width d_k (queries are dotted with keys), "
+            f"got {w_q.shape[0]} and {w_k.shape[0]} rows."
+        )
+    return _linear_scores(x, w_q, b_q, w_k, b_k)
+
+
+def _linear_scores(x, w_q, b_q, w_k, b_k):
+    """Each layer computes x W^T + b; every query is then dotted with every key."""
+    q = x @ w_q.T + b_q  # (..., seq, d_model) @ (d_model, d_k) -> (..., seq, d_k)
+    k = x @ w_k.T + b_k  # (..., seq, d_k)
+    return q @ k.transpose(-2, -1)  # (..., seq, d_k) @ (..., d_k, seq) -> (..., seq, seq)
+
+
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Raw (unscaled) scores Q K^T: how well each query matches each key.
 
@@ -196,6 +225,49 @@ def _scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):
     weights = _masked_softmax(scores, mask)  # (..., q_len, k_len), each row sums to 1 (or is 0: no key allowed)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)  # (..., q_len, k_len)
+    return weights @ v, weights  # (..., q_len, d_v), (..., q_len, k_len)
+
+
+def flexible_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, scale: float | None = None
+):
+    """Attention with PyTorch's two kinds of mask and an optional scale, returning the weights too.
+
+    As ``torch.nn.functional.scaled_dot_product_attention``: a boolean ``mask`` says where a query
+    may attend (True), a float ``mask`` is *added* to the scaled scores (0 keeps a key, -inf blocks it);
+    ``scale`` multiplies the scores and defaults to 1/sqrt(d_k). q: (..., q_len, d_k), k: (..., k_len, d_k),
+    v: (..., k_len, d_v). Returns ``(output, weights)``, (..., q_len, d_v) and (..., q_len, k_len).
+    """
+    _check_qk(q, k)
+    require_float_tensor("v", v, min_dim=2, like=q, like_name="`q`")
+    if v.shape[:-1] != k.shape[:-1]:
+        raise ValueError(
+            f"`v` must have one value per key: shape (..., k_len, d_v) with (..., k_len) = "
+            f"{tuple(k.shape[:-1])} from `k`, got {describe(v)}."
+        )
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        raise TypeError(f"`scale` must be a number or None (then 1/sqrt(d_k)), got {describe(scale)}.")
+    if mask is not None and mask.dtype != torch.bool:
+        require_float_tensor("mask", mask, like=q, like_name="`q` (a float mask is added to the scores)")
+        scores_shape = (*q.shape[:-1], k.shape[-2])
+        try:
+            torch.broadcast_shapes(mask.shape, scores_shape)
+        except RuntimeError:
+            raise ValueError(
+                f"a float `mask` must broadcast to the scores {scores_shape} (..., q_len, k_len), got {describe(mask)}."
+            ) from None
+    elif mask is not None:
+        mask = broadcast_mask(mask, (*q.shape[:-1], k.shape[-2])).to(q.device)
+    return _flexible_attention(q, k, v, mask, scale)
+
+
+def _flexible_attention(q, k, v, mask=None, scale=None):
+    """A float mask is added to the scaled scores; a boolean one is filled, as in ``_masked_softmax``."""
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale  # PyTorch's default: 1/sqrt(d_k)
+    scores = q @ k.transpose(-2, -1) * scale  # (..., q_len, k_len)
+    if mask is not None and mask.dtype != torch.bool:
+        scores, mask = scores + mask, None  # (..., q_len, k_len): 0 keeps a key, -inf blocks it
+    weights = _masked_softmax(scores, mask)  # (..., q_len, k_len)
     return weights @ v, weights  # (..., q_len, d_v), (..., q_len, k_len)
 
 

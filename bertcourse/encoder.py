@@ -84,19 +84,75 @@ def _pre_ln_layer(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, 
     return h + feed_forward(_layer_norm(h, ln2_weight, ln2_bias, eps))  # (batch, seq, d_model)
 
 
-def _check_layer_pieces(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias):
+def parallel_layer(
+    x: torch.Tensor, attention, feed_forward, ln_weight: torch.Tensor, ln_bias: torch.Tensor, eps: float = 1e-12
+) -> torch.Tensor:
+    """The parallel layer of GPT-J and PaLM: x + attention(LN(x)) + feed_forward(LN(x)), one LayerNorm shared.
+
+    Both sub-layers read the same normalised copy of x, side by side, and both add to x itself.
+    Arguments as in ``post_ln_layer``, with a single LayerNorm's gamma and beta. Returns (batch, seq, d_model).
+    """
+    _check_layer_pieces(
+        x, attention, feed_forward, ln_weight, ln_bias, ln_weight, ln_bias, names=("ln_weight", "ln_bias")
+    )
+    return _parallel_layer(x, attention, feed_forward, ln_weight, ln_bias, eps)
+
+
+def _parallel_layer(x, attention, feed_forward, ln_weight, ln_bias, eps=1e-12):
+    """One normalised copy feeds both sub-layers; both outputs join the untouched residual stream."""
+    normalised = _layer_norm(x, ln_weight, ln_bias, eps)  # (batch, seq, d_model)
+    return x + attention(normalised) + feed_forward(normalised)  # (batch, seq, d_model)
+
+
+def pre_ln_stack(
+    x: torch.Tensor, layers, final_weight: torch.Tensor, final_bias: torch.Tensor, eps: float = 1e-12
+) -> torch.Tensor:
+    """A stack of Pre-LN layers and the final LayerNorm that a Pre-LN model puts after the last one.
+
+    ``layers`` is a list of tuples ``(attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias)``,
+    one per layer, as ``pre_ln_layer`` takes them; final_weight, final_bias: (d_model,). Returns
+    (batch, seq, d_model): LN_final of the residual stream after the last layer.
+    """
+    if not isinstance(layers, (list, tuple)) or not layers:
+        raise TypeError(f"`layers` must be a non-empty list of 6-tuples of layer pieces, got {describe(layers)}.")
+    for index, pieces in enumerate(layers):
+        if not isinstance(pieces, (list, tuple)) or len(pieces) != 6:
+            raise TypeError(
+                f"`layers[{index}]` must be (attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias), "
+                f"got {describe(pieces)}."
+            )
+        names = tuple(f"layers[{index}]: {name}" for name in ("ln1_weight", "ln1_bias", "ln2_weight", "ln2_bias"))
+        _check_layer_pieces(x, *pieces, names=names)
+    _check_layer_pieces(
+        x, *layers[0][:2], final_weight, final_bias, final_weight, final_bias, names=("final_weight", "final_bias")
+    )
+    return _pre_ln_stack(x, layers, final_weight, final_bias, eps)
+
+
+def _pre_ln_stack(x, layers, final_weight, final_bias, eps=1e-12):
+    """Every layer adds to the residual stream; only the final LayerNorm normalises the stream itself."""
+    for pieces in layers:
+        x = _pre_ln_layer(x, *pieces, eps)  # (batch, seq, d_model)
+    return _layer_norm(x, final_weight, final_bias, eps)  # (batch, seq, d_model)
+
+
+def _check_layer_pieces(
+    x,
+    attention,
+    feed_forward,
+    ln1_weight,
+    ln1_bias,
+    ln2_weight,
+    ln2_bias,
+    names=("ln1_weight", "ln1_bias", "ln2_weight", "ln2_bias"),
+):
     require_float_tensor("x", x, ndim=3)
     for name, function in (("attention", attention), ("feed_forward", feed_forward)):
         if not callable(function):
             raise TypeError(
                 f"`{name}` must be a function of x, (batch, seq, d_model) -> same, got {describe(function)}."
             )
-    for name, parameter in (
-        ("ln1_weight", ln1_weight),
-        ("ln1_bias", ln1_bias),
-        ("ln2_weight", ln2_weight),
-        ("ln2_bias", ln2_bias),
-    ):
+    for name, parameter in zip(names * 2, (ln1_weight, ln1_bias, ln2_weight, ln2_bias), strict=False):
         require_float_tensor(name, parameter, like=x, like_name="`x`")
         require_shape(name, parameter, (x.shape[-1],), symbols="(d_model,)")
 

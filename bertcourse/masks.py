@@ -91,6 +91,28 @@ def _key_padding_mask(attention_mask):
     return attention_mask == 0  # (batch, seq) bool, True = ignore
 
 
+def mask_from_torch(attn_mask: torch.Tensor) -> torch.Tensor:
+    """``nn.MultiheadAttention``'s ``attn_mask`` -> this package's bool mask (True = may attend), same shape.
+
+    PyTorch's module takes two kinds: a boolean mask in which True means *blocked* (the opposite of
+    ours), or a float mask that is *added* to the scores, 0 where a key is kept and -inf (or the
+    dtype's most negative number) where it is blocked. Any shape; the result has the same shape.
+    """
+    require_tensor("attn_mask", attn_mask)
+    if attn_mask.dtype != torch.bool and not attn_mask.dtype.is_floating_point:
+        raise TypeError(
+            f"`attn_mask` must be boolean (True = blocked) or float (added: 0 or -inf), got {describe(attn_mask)}."
+        )
+    return _mask_from_torch(attn_mask)
+
+
+def _mask_from_torch(attn_mask):
+    """Blocked is True in a bool mask; in a float mask, blocked is anything at the dtype's most negative or below."""
+    if attn_mask.dtype == torch.bool:
+        return ~attn_mask  # (...) bool: True = may attend
+    return attn_mask > torch.finfo(attn_mask.dtype).min  # (...) bool: 0 -> True; -inf and finfo.min -> False
+
+
 def causal_mask(seq_len: int, device=None) -> torch.Tensor:
     """Causal (look-ahead) mask of shape (seq_len, seq_len): query i may attend to keys 0..i.
 

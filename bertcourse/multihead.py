@@ -123,6 +123,52 @@ def _multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     return _merge_heads(context) @ w_o  # (batch, seq, d_model)
 
 
+def torch_multi_head_attention(
+    x: torch.Tensor,
+    in_proj_weight: torch.Tensor,
+    in_proj_bias: torch.Tensor,
+    out_proj_weight: torch.Tensor,
+    out_proj_bias: torch.Tensor,
+    num_heads: int,
+    key_padding_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """What ``nn.MultiheadAttention(batch_first=True)`` computes, from its own parameters.
+
+    x: (batch, seq, d_model); in_proj_weight: (3 * d_model, d_model), W_Q, W_K, W_V stacked in the
+    (out, in) layout; in_proj_bias: (3 * d_model,); out_proj_weight: (d_model, d_model) and
+    out_proj_bias: (d_model,), ``out_proj``'s. key_padding_mask: bool (batch, seq), True = *ignore*
+    this key, PyTorch's convention. Returns the attention output (batch, seq, d_model).
+    """
+    require_float_tensor("x", x, ndim=3)
+    batch, seq, d_model = x.shape
+    for name, parameter, shape, symbols in (
+        ("in_proj_weight", in_proj_weight, (3 * d_model, d_model), "(3 * d_model, d_model)"),
+        ("in_proj_bias", in_proj_bias, (3 * d_model,), "(3 * d_model,)"),
+        ("out_proj_weight", out_proj_weight, (d_model, d_model), "(d_model, d_model)"),
+        ("out_proj_bias", out_proj_bias, (d_model,), "(d_model,)"),
+    ):
+        require_float_tensor(name, parameter, like=x, like_name="`x`")
+        require_shape(name, parameter, shape, symbols=symbols)
+    require_divisible(d_model, num_heads)
+    if key_padding_mask is not None:
+        require_shape("key_padding_mask", key_padding_mask, (batch, seq), symbols="(batch, seq)")
+        if key_padding_mask.dtype != torch.bool:
+            raise TypeError(f"`key_padding_mask` must be boolean (True = ignore), got {describe(key_padding_mask)}.")
+    return _torch_multi_head_attention(
+        x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, key_padding_mask
+    )
+
+
+def _torch_multi_head_attention(
+    x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, key_padding_mask=None
+):
+    """One fused projection, cut into Q, K, V and heads; PyTorch's mask flipped to ours; out_proj last."""
+    q, k, v = _split_fused_qkv(x @ in_proj_weight.T + in_proj_bias, num_heads)  # 3 x (batch, heads, seq, d_head)
+    mask = None if key_padding_mask is None else ~key_padding_mask[:, None, None, :]  # (batch, 1, 1, seq)
+    context, _ = _scaled_dot_product_attention(q, k, v, mask)  # (batch, heads, seq, d_head)
+    return _merge_heads(context) @ out_proj_weight.T + out_proj_bias  # (batch, seq, d_model)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention as in BERT: Q/K/V projections with bias, heads, W_O.
 

@@ -49,6 +49,33 @@ def _sinusoidal_position_encoding(max_len, d_model):
     return table  # (max_len, d_model)
 
 
+def sinusoidal_positions(position_ids: torch.Tensor, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """The sinusoidal vector of every position in ``position_ids`` (any shape), for any width and base.
+
+    position_ids: an integer tensor, e.g. (batch, seq) positions counted from each sentence's first
+    real token; d_model may be odd (the last column is then a sine without its cosine). Column 2i holds
+    sin(pos * base^(-2i/d)), column 2i + 1 the cosine of the same angle. Returns
+    (*position_ids.shape, d_model) float32; ``base=10000`` gives the rows of ``sinusoidal_position_encoding``.
+    """
+    require_integer_tensor("position_ids", position_ids)
+    require_positive_int("d_model", d_model)
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or base <= 1:
+        raise ValueError(f"`base` must be a number above 1 (the original Transformer's is 10000), got {base!r}.")
+    return _sinusoidal_positions(position_ids, d_model, base)
+
+
+def _sinusoidal_positions(position_ids, d_model, base=10000.0):
+    """sin(pos / base^(2i/d)) in column 2i, cos of the same angle in column 2i + 1, for every position given."""
+    position = position_ids.to(torch.float32)[..., None]  # (..., 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32, device=position_ids.device)  # (ceil(d/2),)
+    frequency = torch.exp(-math.log(base) * two_i / d_model)  # (ceil(d/2),): 1 / base^(2i/d)
+    angle = position * frequency  # (..., ceil(d/2))
+    table = torch.zeros(*position_ids.shape, d_model, device=position_ids.device)  # (..., d_model)
+    table[..., 0::2] = torch.sin(angle)  # even columns: (..., ceil(d/2))
+    table[..., 1::2] = torch.cos(angle[..., : d_model // 2])  # odd columns: (..., floor(d/2))
+    return table  # (..., d_model)
+
+
 def alibi_bias(num_heads: int, seq_len: int) -> torch.Tensor:
     """ALiBi (Press et al., 2022): no position vectors, a penalty on the scores that grows with distance.
 

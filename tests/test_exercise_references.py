@@ -18,11 +18,11 @@ from bertcourse import attention, encoder, heads, masks, multihead, positional
 from bertcourse.weights import hf_to_ours
 
 NEW = {
-    attention: ["qkv_from_linear", "stable_softmax", "masked_softmax"],
-    masks: ["key_padding_mask"],
-    positional: ["alibi_bias"],
-    multihead: ["split_fused_qkv"],
-    encoder: ["post_ln_layer", "pre_ln_layer"],
+    attention: ["qkv_from_linear", "linear_scores", "stable_softmax", "masked_softmax", "flexible_attention"],
+    masks: ["key_padding_mask", "mask_from_torch"],
+    positional: ["alibi_bias", "sinusoidal_positions"],
+    multihead: ["split_fused_qkv", "torch_multi_head_attention"],
+    encoder: ["post_ln_layer", "pre_ln_layer", "parallel_layer", "pre_ln_stack"],
     heads: ["mlm_head"],
 }
 PAIRS = [(module, name) for module, names in NEW.items() for name in names]
@@ -68,7 +68,44 @@ def test_qkv_from_linear_refuses_our_own_layout_by_name():
         attention.qkv_from_linear(x, w.T, b, w.T, torch.randn(3), w.T, b)
 
 
+def test_linear_scores_are_the_scores_of_what_two_linear_layers_compute():
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 8)
+    query, key = nn.Linear(8, 4), nn.Linear(8, 4)
+    with torch.no_grad():
+        scores = attention.linear_scores(x, query.weight, query.bias, key.weight, key.bias)
+        torch.testing.assert_close(scores, query(x) @ key(x).transpose(-2, -1))
+    with pytest.raises(ValueError, match=r"`w_k` must have .*nn.Linear's shape \(out, in\)"):
+        attention.linear_scores(x, query.weight, query.bias, key.weight.T, key.bias)
+
+
 # --- 02 -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["none", "bool", "additive", "lowest"])
+@pytest.mark.parametrize("scale", [None, 0.3])
+def test_flexible_attention_is_pytorchs_sdpa_with_its_weights(kind, scale):
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 5)
+    kept = torch.rand(4, 6) < 0.6
+    kept[:, 0] = True
+    mask = {
+        "none": None,
+        "bool": kept,
+        "additive": torch.zeros(4, 6).masked_fill(~kept, -math.inf),
+        "lowest": torch.zeros(4, 6).masked_fill(~kept, torch.finfo(torch.float32).min),
+    }[kind]
+    output, weights = attention.flexible_attention(q, k, v, mask, scale)
+    torch.testing.assert_close(output, F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale))
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 4))
+
+
+def test_flexible_attention_names_a_bad_scale_and_a_float_mask_that_does_not_broadcast():
+    q = torch.randn(4, 8)
+    with pytest.raises(TypeError, match="`scale` must be a number or None"):
+        attention.flexible_attention(q, q, q, None, "0.5")
+    with pytest.raises(ValueError, match="a float `mask` must broadcast to the scores"):
+        attention.flexible_attention(q, q, q, torch.zeros(3))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -131,7 +168,40 @@ def test_key_padding_mask_gives_nn_multihead_attention_what_our_mask_gives_ours(
         masks.key_padding_mask(torch.tensor([[0.0, -math.inf]]))
 
 
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32, torch.float16, torch.bfloat16])
+def test_mask_from_torch_reads_both_kinds_as_nn_multihead_attention_does(dtype):
+    torch.manual_seed(0)
+    blocked = torch.tensor([[False, True, False, True, False]]).expand(5, 5)  # (q, k): keys 1 and 3 blocked
+    attn_mask = blocked if dtype == torch.bool else torch.zeros(5, 5, dtype=dtype).masked_fill(blocked, -math.inf)
+    ours = masks.mask_from_torch(attn_mask)
+    assert ours.dtype == torch.bool and torch.equal(ours, ~blocked)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x = torch.randn(1, 5, 8)
+    with torch.no_grad():
+        theirs, _ = mha(x, x, x, attn_mask=attn_mask.float() if dtype != torch.bool else attn_mask)
+        again, _ = mha(x, x, x, attn_mask=~ours)  # our mask back in PyTorch's boolean convention
+    torch.testing.assert_close(theirs, again)
+    lowest = torch.zeros(2, dtype=dtype if dtype != torch.bool else torch.float16)
+    lowest[1] = torch.finfo(lowest.dtype).min
+    assert masks.mask_from_torch(lowest).tolist() == [True, False]
+    with pytest.raises(TypeError, match="`attn_mask` must be boolean"):
+        masks.mask_from_torch(torch.zeros(3, dtype=torch.long))
+
+
 # --- 04 -----------------------------------------------------------------------------------------
+
+
+def test_sinusoidal_positions_gives_the_tables_rows_for_any_ids_and_base():
+    table = bc.sinusoidal_position_encoding(50, 7)
+    ids = torch.tensor([[0, 0, 3, 4], [10, 11, 12, 49]])
+    torch.testing.assert_close(positional.sinusoidal_positions(ids, 7), table[ids])
+    other = positional.sinusoidal_positions(torch.arange(3), 4, base=100.0)
+    angle = torch.arange(3.0)[:, None] * torch.tensor([1.0, 0.1])  # 100^(-0/4), 100^(-2/4)
+    torch.testing.assert_close(other, torch.stack([angle.sin(), angle.cos()], -1).flatten(-2))
+    with pytest.raises(TypeError, match="`position_ids` must hold integers"):
+        positional.sinusoidal_positions(torch.arange(3.0), 4)
+    with pytest.raises(ValueError, match="`base` must be a number above 1"):
+        positional.sinusoidal_positions(torch.arange(3), 4, base=1)
 
 
 def test_alibi_slopes_are_blooms_for_every_head_count():
@@ -173,6 +243,24 @@ def test_split_fused_qkv_splits_nn_multihead_attentions_in_projection():
         multihead.split_fused_qkv(torch.zeros(2, 5, 15), 2)
 
 
+@pytest.mark.parametrize("padded", [False, True])
+def test_torch_multi_head_attention_is_what_the_module_computes(padded):
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x = torch.randn(2, 5, 8)
+    ignore = torch.tensor([[False] * 5, [True, True, False, False, False]]) if padded else None
+    with torch.no_grad():
+        theirs, _ = mha(x, x, x, key_padding_mask=ignore, need_weights=False)
+        ours = multihead.torch_multi_head_attention(
+            x, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias, 2, ignore
+        )
+    torch.testing.assert_close(ours, theirs)
+    with pytest.raises(TypeError, match="`key_padding_mask` must be boolean"):
+        multihead.torch_multi_head_attention(
+            x, mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight, mha.out_proj.bias, 2, torch.zeros(2, 5)
+        )
+
+
 # --- 06 -----------------------------------------------------------------------------------------
 
 
@@ -208,6 +296,30 @@ def test_post_ln_layer_from_the_functions_of_notebooks_05_and_06():
     h = F.layer_norm(x + attend(x), (6,), gamma, beta, 1e-12)
     expected = F.layer_norm(h + ffn(h), (6,), gamma, beta, 1e-12)
     torch.testing.assert_close(encoder.post_ln_layer(x, attend, ffn, gamma, beta, gamma, beta), expected)
+
+
+def test_the_parallel_layer_and_the_pre_ln_stack_from_their_pieces():
+    torch.manual_seed(0)
+    layers = [bc.EncoderLayer(8, 2, 16, norm_first=True).eval() for _ in range(3)]
+    x = torch.randn(2, 5, 8)
+    gamma, beta = torch.rand(8) + 0.5, torch.randn(8)
+    with torch.no_grad():
+        expected = x
+        for layer in layers:
+            expected = layer(expected)[0]
+        expected = F.layer_norm(expected, (8,), gamma, beta, 1e-12)
+        stack = encoder.pre_ln_stack(x, [layer_pieces(layer) for layer in layers], gamma, beta)
+        torch.testing.assert_close(stack, expected)
+        attend, ffn, *_ = layer_pieces(layers[0])
+        normalised = F.layer_norm(x, (8,), gamma, beta, 1e-12)
+        torch.testing.assert_close(
+            encoder.parallel_layer(x, attend, ffn, gamma, beta), x + attend(normalised) + ffn(normalised)
+        )
+    ones = torch.ones(8)
+    with pytest.raises(ValueError, match=r"`final_bias` must have shape \(d_model,\)"):
+        encoder.pre_ln_stack(x, [layer_pieces(layers[0])], ones, torch.ones(3))
+    with pytest.raises(TypeError, match=r"`layers\[0\]` must be \(attention, feed_forward"):
+        encoder.pre_ln_stack(x, [layer_pieces(layers[0])[:4]], ones, ones)
 
 
 def test_the_layers_name_a_missing_function_and_a_wrong_parameter():

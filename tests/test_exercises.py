@@ -54,12 +54,12 @@ COURSE_EXERCISES = {
 
 # The exercises each notebook asks for (the others stay checkable by name).
 NOTEBOOK_EXERCISES = {
-    "01": ["qkv_from_linear", "attention_scores"],
-    "02": ["scaled_dot_product_attention", "stable_softmax"],
-    "03": ["masked_softmax", "key_padding_mask"],
-    "04": ["alibi_bias", "sinusoidal_position_encoding"],
-    "05": ["split_fused_qkv", "multi_head_attention"],
-    "06": ["post_ln_layer", "pre_ln_layer"],
+    "01": list(registry.NOTEBOOK_ASKS["01"]),
+    "02": list(registry.NOTEBOOK_ASKS["02"]),
+    "03": list(registry.NOTEBOOK_ASKS["03"]),
+    "04": list(registry.NOTEBOOK_ASKS["04"]),
+    "05": list(registry.NOTEBOOK_ASKS["05"]),
+    "06": list(registry.NOTEBOOK_ASKS["06"]),
     "07": ["mlm_head", "hf_to_ours", "count_parameters"],
     "08": list(registry.NOTEBOOK_ASKS["08"]),
     "09": list(registry.NOTEBOOK_ASKS["09"]),

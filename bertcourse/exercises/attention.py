@@ -1,5 +1,10 @@
-"""Exercises of notebooks 01 and 02: ``qkv_projection``, ``qkv_from_linear``, ``attention_scores``,
-``scaled_dot_product_attention`` and ``stable_softmax``.
+"""Exercises of notebooks 01 and 02: ``qkv_projection``, ``qkv_from_linear``, ``linear_scores``,
+``attention_scores``, ``scaled_dot_product_attention``, ``flexible_attention`` and ``stable_softmax``.
+
+Notebook 01 asks for ``linear_scores`` and ``attention_scores``, notebook 02 for ``flexible_attention`` and
+``stable_softmax``; ``qkv_from_linear`` and ``scaled_dot_product_attention``, which a cell of the notebook
+answered, stay checkable by name. Their cases vary one property at a time from a base case (batched,
+square, float16, a mask, an argument left out), so that the kind of case named as failing is the cause.
 
 ``_softmax_attend``, the shared tail of the wrong attentions, serves notebook 05's mistakes too.
 """
@@ -12,6 +17,8 @@ import torch
 
 from ..attention import (
     attention_scores,
+    flexible_attention,
+    linear_scores,
     qkv_from_linear,
     qkv_projection,
     scaled_dot_product_attention,
@@ -183,6 +190,186 @@ QKV_FROM_LINEAR = Exercise(
 )
 
 
+# --- 01: the scores of two nn.Linear projections --------------------------------------------
+
+
+def _linear_scores_cases(g):
+    return [
+        Case(
+            "one sentence of 5 tokens, d_model 8, d_k 4",
+            (_randn(g, 5, 8), *_linear_weights(g, 8, 4, 4)[:4]),
+            ("unbatched", "non-square"),
+        ),
+        Case(
+            "the same sizes, a batch of 2 sentences",
+            (_randn(g, 2, 5, 8), *_linear_weights(g, 8, 4, 4)[:4]),
+            ("batched", "non-square"),
+        ),
+        Case(
+            "one sentence, square weights: d_model = d_k = 6 (a transpose too few still runs)",
+            (_randn(g, 5, 6), *_linear_weights(g, 6, 6, 6)[:4]),
+            ("unbatched", "square"),
+        ),
+        Case(
+            "one sentence of 5 tokens, d_model 8, d_k 4, in float16",
+            tuple(t.half() for t in (_randn(g, 5, 8), *_linear_weights(g, 8, 4, 4)[:4])),
+            ("unbatched", "float16", "non-square"),
+        ),
+        Case(
+            "one sentence of 3 tokens, d_model 8, d_k 4 (fewer tokens than features)",
+            (_randn(g, 3, 8), *_linear_weights(g, 8, 4, 4)[:4]),
+            ("unbatched", "non-square"),
+        ),
+    ]
+
+
+def _linear_scores_variant(settings, x, w_q, b_q, w_k, b_k):
+    """The scores of two nn.Linear projections with each part chosen by ``settings`` (the knobs below)."""
+    if settings["dtype"] == "float32":
+        x, w_q, b_q, w_k, b_k = (t.float() for t in (x, w_q, b_q, w_k, b_k))
+    if settings["weights"] == "as stored":
+        w_q, w_k = w_q.T, w_k.T
+    bias_q, bias_k = {"both": (b_q, b_k), "none": (0, 0), "query only": (b_q, 0), "key only": (0, b_k)}.get(
+        settings["biases"], (b_k, b_q)
+    )
+    if settings["weights"] == "shared":
+        w_k, bias_k = w_q, bias_q
+    q, k = x @ w_q.T + bias_q, x @ w_k.T + bias_k
+    scores = {
+        "q k^T": lambda: q @ k.transpose(-2, -1),
+        "k q^T": lambda: k @ q.transpose(-2, -1),
+        "k.T": lambda: q @ _reverse_axes(k),
+        "q^T k": lambda: q.transpose(-2, -1) @ k,
+    }[settings["product"]]()
+    scores = scores / {"1": 1.0, "sqrt d_k": math.sqrt(q.shape[-1]), "d_k": q.shape[-1]}[settings["scale"]]
+    return torch.softmax(scores, dim=-1) if settings["softmax"] else scores
+
+
+_LINEAR_SCORES_KNOBS = (
+    Knob(
+        "weights",
+        (
+            ("transposed", "", ""),
+            (
+                "as stored",
+                "the weights used as they are stored, without a transpose",
+                "nn.Linear keeps W as (out, in) and computes `x @ W.T + b`.",
+            ),
+            ("shared", "the query weights used for the keys too", "the keys come from `w_k` and `b_k`."),
+        ),
+    ),
+    Knob(
+        "biases",
+        (
+            ("both", "", ""),
+            ("none", "the biases left out", "each nn.Linear adds its bias after the product."),
+            ("query only", "the key bias left out", "the keys get their bias `b_k` too."),
+            ("key only", "the query bias left out", "the queries get their bias `b_q` too."),
+            ("swapped", "the two biases swapped", "`b_q` goes with the queries, `b_k` with the keys."),
+        ),
+    ),
+    Knob(
+        "product",
+        (
+            ("q k^T", "", ""),
+            ("k q^T", "keys times queries (the scores transposed)", "rows are queries: `q @ k.transpose(-2, -1)`."),
+            (
+                "k.T",
+                "a transpose for 2-D matrices only (`k.T`)",
+                "`.T` reverses every axis of a batch; `k.transpose(-2, -1)` swaps the last two.",
+            ),
+            (
+                "q^T k",
+                "the product over the tokens (`qᵀ k`, features by features)",
+                "a score pairs a query token with a key token: the product runs over the d_k features.",
+            ),
+        ),
+    ),
+    Knob(
+        "scale",
+        (
+            ("1", "", ""),
+            (
+                "sqrt d_k",
+                "the scores scaled by √d_k",
+                "this exercise asks for the raw scores; the scale is notebook 02's.",
+            ),
+            ("d_k", "the scores divided by d_k", "this exercise asks for the raw scores, unscaled."),
+        ),
+    ),
+    Knob(
+        "softmax",
+        (
+            (False, "", ""),
+            (True, "a softmax applied", "this exercise asks for the raw scores; the softmax is notebook 02's."),
+        ),
+    ),
+    Knob(
+        "dtype",
+        (
+            ("input", "", ""),
+            ("float32", "the scores computed in float32", "keep the inputs' dtype (no `.float()`)."),
+        ),
+    ),
+)
+
+
+def _ls_not_transposed(x, w_q, b_q, w_k, b_k):
+    return (x @ w_q + b_q) @ (x @ w_k + b_k).transpose(-2, -1)  # runs only for square weights
+
+
+def _ls_no_biases(x, w_q, b_q, w_k, b_k):
+    return (x @ w_q.T) @ (x @ w_k.T).transpose(-2, -1)
+
+
+def _ls_scaled(x, w_q, b_q, w_k, b_k):
+    return (x @ w_q.T + b_q) @ (x @ w_k.T + b_k).transpose(-2, -1) / math.sqrt(w_q.shape[0])
+
+
+def _ls_keys_times_queries(x, w_q, b_q, w_k, b_k):
+    return (x @ w_k.T + b_k) @ (x @ w_q.T + b_q).transpose(-2, -1)
+
+
+LINEAR_SCORES = Exercise(
+    name="linear_scores",
+    reference=linear_scores,
+    prompt="your function receives `x` (..., seq, d_model) and the `.weight` and `.bias` of two `nn.Linear` layers, "
+    "`w_q`, `b_q` (the queries) and `w_k`, `b_k` (the keys), each weight in nn.Linear's (out, in) layout "
+    "(d_k, d_model); it returns the raw scores (..., seq, seq) of the queries and keys those layers compute: "
+    "row i, column j is query i dotted with key j, without any scaling or softmax, in the input's dtype.",
+    start="two steps: what each layer computes from `x` (mind how nn.Linear stores its matrix), then every query "
+    "against every key.",
+    make_cases=_linear_scores_cases,
+    knobs=_LINEAR_SCORES_KNOBS,
+    variant=_linear_scores_variant,
+    axes={"": ("query rows", "key columns")},
+    notebook="01",
+    mistakes=(
+        Mistake(
+            "the weights used as they are stored, without a transpose",
+            "nn.Linear keeps W as (out, in) and computes `x @ W.T + b`; `x @ W` runs only when W is square, and "
+            "then gives the wrong numbers.",
+            _ls_not_transposed,
+        ),
+        Mistake(
+            "the biases left out",
+            "each nn.Linear adds its bias after the product: the queries are `x @ w_q.T + b_q`, the keys likewise.",
+            _ls_no_biases,
+        ),
+        Mistake(
+            "the scores scaled by √d_k",
+            "this exercise asks for the raw scores; the division by √d_k comes in notebook 02.",
+            _ls_scaled,
+        ),
+        Mistake(
+            "keys times queries (the scores transposed)",
+            "rows are queries and columns are keys: the queries come first, `q @ k.transpose(-2, -1)`.",
+            _ls_keys_times_queries,
+        ),
+    ),
+)
+
+
 # --- 01: attention scores ---------------------------------------------------------------------
 
 
@@ -241,7 +428,9 @@ ATTENTION_SCORES = Exercise(
     name="attention_scores",
     reference=attention_scores,
     prompt="your function receives queries `q` (..., q_len, d_k) and keys `k` (..., k_len, d_k); it returns "
-    "the raw scores `q @ kᵀ` of shape (..., q_len, k_len), without any scaling.",
+    "the raw scores `q @ kᵀ` of shape (..., q_len, k_len), without any scaling. Notebook 01 asks for them by "
+    "broadcasting, every product q_ic k_jc at once and then a sum; the check compares the numbers only, so "
+    "`@` with the right transpose passes too.",
     start="each score is the dot product of one query with one key; count the axes from the end, so that batch "
     "and head axes in front pass through.",
     make_cases=_scores_cases,
@@ -651,6 +840,232 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
             "the attention computed in float32 whatever the inputs",
             "keep the inputs' dtype: float16 and bfloat16 inputs expect outputs of the same dtype (no `.float()`).",
             _sdpa_computed_in_float32,
+        ),
+    ),
+)
+
+
+# --- 02: attention with PyTorch's two kinds of mask and a scale -------------------------------
+
+
+def _flexible_cases(g):
+    def qkv(*lead, q_len=4, k_len=6, d_k=8, d_v=5):
+        return _randn(g, *lead, q_len, d_k), _randn(g, *lead, k_len, d_k), _randn(g, *lead, k_len, d_v)
+
+    kept = torch.tensor([True, True, False, True, False, True])  # (k_len,): keys 2 and 4 blocked
+    additive = torch.zeros(6).masked_fill(~kept, -math.inf)  # (k_len,): 0 keeps, -inf blocks
+    lowest = torch.zeros(6).masked_fill(~kept, torch.finfo(torch.float32).min)
+    return [
+        Case("one sentence, no mask, scale left out: 4 queries, 6 keys, d_k 8", qkv(), ("no mask", "defaults")),
+        Case("the same, batch of 2 x 2 heads", qkv(2, 2), ("no mask", "defaults", "batched")),
+        Case(
+            "one sentence, a random boolean mask (True = may attend), scale left out",
+            (*qkv(), _random_mask(g, 4, 6)),
+            ("masked", "defaults"),
+        ),
+        Case(
+            "one sentence, a float mask added to the scores (0 keeps, -inf blocks keys 2 and 4), scale left out",
+            (*qkv(), additive),
+            ("masked", "defaults"),
+        ),
+        Case("one sentence, no mask, scale=0.5 given", (*qkv(), None, 0.5), ("no mask",)),
+        Case(
+            "one sentence, a float mask of 0 and float32's most negative number, scale=0.25",
+            (*qkv(), lowest, 0.25),
+            ("masked",),
+        ),
+        Case(
+            "one sentence in float16, a boolean mask, scale left out",
+            tuple(t.half() for t in qkv()) + (_random_mask(g, 4, 6),),
+            ("masked", "defaults", "float16"),
+        ),
+        Case(
+            "one sentence in bfloat16, a float mask (0 / -inf), scale left out",
+            tuple(t.bfloat16() for t in (*qkv(), additive)),
+            ("masked", "defaults", "bfloat16"),
+        ),
+    ]
+
+
+def _flexible_variant(settings, q, k, v, mask=None, scale=None):
+    """PyTorch-style attention with each of its parts chosen by ``settings`` (the knobs below)."""
+    if settings["dtype"] == "float32":
+        q, k, v = q.float(), k.float(), v.float()
+        mask = mask.float() if mask is not None and mask.dtype != torch.bool else mask
+    d_k = q.shape[-1]
+    default = {"1/sqrt d_k": 1 / math.sqrt(d_k), "1": 1.0, "1/d_k": 1 / d_k, "sqrt d_k": math.sqrt(d_k)}
+    product = q @ k.transpose(-2, -1)
+    if scale is None or settings["given scale"] == "ignored":
+        scores = product * default[settings["default scale"]]
+    elif settings["given scale"] == "divide":
+        scores = product / scale
+    else:
+        scores = product * scale
+    if mask is not None and mask.dtype == torch.bool:
+        handling = settings["bool mask"]
+        if handling == "fill":
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        elif handling == "inverted":
+            scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+        elif handling == "added":
+            scores = scores + mask
+    elif mask is not None:
+        handling = settings["float mask"]
+        if handling == "added":
+            scores = scores + mask
+        elif handling == "as bool":
+            scores = scores.masked_fill(~mask.bool(), torch.finfo(scores.dtype).min)
+        elif handling == "multiplied":
+            scores = scores * mask
+        elif handling == "subtracted":
+            scores = scores - mask
+    weights = torch.softmax(scores, dim=settings["dim"])
+    output = weights @ v
+    return (weights, output) if settings["order"] == "swapped" else (output, weights)
+
+
+_FLEXIBLE_KNOBS = (
+    Knob(
+        "default scale",
+        (
+            ("1/sqrt d_k", "", ""),
+            ("1", "no scale when `scale` is left out", "`scale=None` means 1/√d_k, PyTorch's default."),
+            ("1/d_k", "a default scale of 1/d_k", "the default is 1/√d_k: `1 / math.sqrt(q.shape[-1])`."),
+            ("sqrt d_k", "a default scale of √d_k", "the default *divides* by √d_k: it multiplies by 1/√d_k."),
+        ),
+    ),
+    Knob(
+        "given scale",
+        (
+            ("multiply", "", ""),
+            ("divide", "the scores divided by `scale`", "PyTorch's `scale` multiplies the scores (it is 1/√d_k)."),
+            ("ignored", "the given `scale` ignored", "when `scale` is a number, use it instead of 1/√d_k."),
+        ),
+    ),
+    Knob(
+        "bool mask",
+        (
+            ("fill", "", ""),
+            ("ignored", "the boolean mask ignored", "fill the scores where a boolean mask is False."),
+            ("inverted", "the boolean mask inverted", "in a boolean mask True means *may attend*: fill at `~mask`."),
+            ("added", "the boolean mask added", "a boolean mask is filled (`masked_fill`), not added."),
+        ),
+    ),
+    Knob(
+        "float mask",
+        (
+            ("added", "", ""),
+            ("ignored", "the float mask ignored", "a float mask is added to the scaled scores."),
+            (
+                "as bool",
+                "the float mask read as a boolean one",
+                "in a float mask 0 keeps a key and -inf blocks it, so `mask.bool()` (or `mask == 0` taken as "
+                "'blocked') gets it backwards: add a float mask to the scores.",
+            ),
+            ("multiplied", "the float mask multiplied", "a float mask is *added* to the scores."),
+            ("subtracted", "the float mask subtracted", "a float mask is *added*: its -inf blocks."),
+        ),
+    ),
+    Knob(
+        "dim",
+        (
+            (-1, "", ""),
+            (-2, "the softmax over the queries", "each query's weights over the keys sum to 1: `dim=-1`."),
+        ),
+    ),
+    Knob("order", (("right", "", ""), ("swapped", "the outputs swapped", "return `(output, weights)`."))),
+    Knob(
+        "dtype",
+        (
+            ("input", "", ""),
+            ("float32", "the attention computed in float32", "keep the inputs' dtype: no `.float()`."),
+        ),
+    ),
+)
+
+
+def _flexible_sdpa_of_notebook_02(q, k, v, mask=None, scale=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # `scale` never read
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # `~` raises on a float mask
+    return _softmax_attend(scores, v)
+
+
+def _flexible_bool_only(q, k, v, mask=None, scale=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) if scale is None else q @ k.transpose(-2, -1) * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # `~` raises on a float mask
+    return _softmax_attend(scores, v)
+
+
+def _flexible_scale_divides(q, k, v, mask=None, scale=None):
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)
+    return _flexible_masked(scores, v, mask)
+
+
+def _flexible_scale_ignored(q, k, v, mask=None, scale=None):
+    return _flexible_masked(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
+
+
+def _flexible_if_scale(q, k, v, mask=None, scale=None):
+    scores = q @ k.transpose(-2, -1) * (scale or 1.0)  # `scale or 1.0`: None becomes 1, not 1/√d_k
+    return _flexible_masked(scores, v, mask)
+
+
+def _flexible_masked(scores, v, mask):
+    if mask is not None and mask.dtype == torch.bool:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    elif mask is not None:
+        scores = scores + mask
+    return _softmax_attend(scores, v)
+
+
+FLEXIBLE_ATTENTION = Exercise(
+    name="flexible_attention",
+    reference=flexible_attention,
+    prompt="your function receives `q` (..., q_len, d_k), `k` (..., k_len, d_k), `v` (..., k_len, d_v), an "
+    "optional `mask` that broadcasts to (..., q_len, k_len) and an optional `scale`; it returns `(output, weights)` "
+    "as PyTorch's `F.scaled_dot_product_attention` computes them (which returns the output alone): the scores "
+    "`q @ kᵀ` are multiplied by `scale` (by 1/√d_k when `scale` is None); a boolean mask says where a query may "
+    "attend (True; the others get weight 0), a float mask is added to the scaled scores (0 keeps a key, -inf or a "
+    "most negative number blocks it); then a softmax over the keys, `weights` (..., q_len, k_len), and "
+    "`output = weights @ v`, (..., q_len, d_v), in the inputs' dtype.",
+    start="the scores and their scale first, with a `scale` of None meaning 1/√d_k; then the two kinds of mask, told "
+    "apart by the mask's dtype.",
+    make_cases=_flexible_cases,
+    knobs=_FLEXIBLE_KNOBS,
+    variant=_flexible_variant,
+    outputs=("output", "weights"),
+    axes={"output": ("query rows", "feature columns"), "weights": ("query rows", "key columns")},
+    notebook="02",
+    extra_solution=("_masked_softmax", "_zero_fully_masked_rows"),
+    mistakes=(
+        Mistake(
+            "notebook 02's attention: no `scale`, and a boolean mask assumed",
+            "two parts are missing: use `scale` when it is given (1/√d_k only when it is None), and add a float "
+            "mask to the scores (`~` is not defined for floats; only a boolean mask is filled).",
+            _flexible_sdpa_of_notebook_02,
+        ),
+        Mistake(
+            "a boolean mask assumed (`~mask` on a float mask)",
+            "a float mask is *added* to the scores: test `mask.dtype == torch.bool` and fill only a boolean mask; "
+            "`~` is not defined for floats.",
+            _flexible_bool_only,
+        ),
+        Mistake(
+            "the scores divided by `scale`",
+            "PyTorch's `scale` is the factor itself (1/√d_k by default): multiply the scores by it.",
+            _flexible_scale_divides,
+        ),
+        Mistake(
+            "the given `scale` ignored",
+            "when the caller gives `scale`, it replaces 1/√d_k.",
+            _flexible_scale_ignored,
+        ),
+        Mistake(
+            "`scale or 1.0`: no default of 1/√d_k",
+            "`scale=None` means 1/√d_k: `1 / math.sqrt(q.shape[-1]) if scale is None else scale`.",
+            _flexible_if_scale,
         ),
     ),
 )

@@ -130,9 +130,76 @@ def _embeddings_default_eps(input_ids, token_type_ids, word, position, token_typ
     return F.layer_norm(summed, summed.shape[-1:], ln_weight, ln_bias)  # PyTorch's default eps, 1e-5
 
 
+def _embeddings_variant(settings, input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
+    """BERT's embeddings with each part chosen by ``settings`` (the knobs below)."""
+    seq_len, hidden = input_ids.shape[1], word.shape[1]
+    positions = {
+        "table": lambda: position[:seq_len],
+        "none": lambda: 0,
+        "from 1": lambda: position[1 : seq_len + 1],
+        "sinusoidal": lambda: sinusoidal_position_encoding(seq_len, hidden),
+        "by token id": lambda: position[input_ids % position.shape[0]],
+    }[settings["positions"]]()
+    types = token_type[token_type_ids] if settings["token types"] == "table" else 0
+    eps = {"given": eps, "default": 1e-5, "ignored": 1e-12}[settings["eps"]]
+    words = word[input_ids]
+    if settings["norm"] == "words only":
+        return layer_norm(words, ln_weight, ln_bias, eps) + positions + types
+    summed = words + positions + types
+    if settings["norm"] == "none":
+        return summed
+    if settings["norm"] == "plain":
+        return F.layer_norm(summed, summed.shape[-1:], eps=eps)
+    return layer_norm(summed, ln_weight, ln_bias, eps)
+
+
+_EMBEDDINGS_KNOBS = (
+    Knob(
+        "positions",
+        (
+            ("table", "", ""),
+            ("none", "no position embeddings", "add `position[:seq_len]`, one learned row per position."),
+            ("from 1", "positions counted from 1", "position 0 is the first row of the table: `position[:seq_len]`."),
+            ("sinusoidal", "sinusoidal positions", "BERT learns its positions: take the rows of the `position` table."),
+            (
+                "by token id",
+                "the position table indexed by the token ids",
+                "the position table is indexed by the position 0, 1, ..., seq_len - 1, not by the token id.",
+            ),
+        ),
+    ),
+    Knob(
+        "token types",
+        (
+            ("table", "", ""),
+            ("none", "no token type embeddings", "add `token_type[token_type_ids]`, the segment of each token."),
+        ),
+    ),
+    Knob(
+        "norm",
+        (
+            ("sum", "", ""),
+            ("none", "no LayerNorm", "the sum of the three embeddings goes through the LayerNorm."),
+            ("words only", "the LayerNorm on the word embeddings alone", "normalise the sum of all three."),
+            ("plain", "the LayerNorm without its gamma and beta", "apply `ln_weight` and `ln_bias` after normalising."),
+        ),
+    ),
+    Knob(
+        "eps",
+        (
+            ("given", "", ""),
+            ("default", "PyTorch's default eps", "pass `eps` on to the LayerNorm (1e-5 is PyTorch's default)."),
+            ("ignored", "`eps` not passed on", "pass the `eps` you are given on to the LayerNorm."),
+        ),
+    ),
+)
+
+
 BERT_EMBEDDINGS = Exercise(
     name="bert_embeddings",
     reference=bert_embeddings,
+    knobs=_EMBEDDINGS_KNOBS,
+    variant=_embeddings_variant,
     prompt="your function receives `input_ids` and `token_type_ids` (batch, seq) long, the tables "
     "`word_embeddings` (vocab, hidden), `position_embeddings` (max_positions, hidden), "
     "`token_type_embeddings` (types, hidden), LayerNorm `ln_weight`, `ln_bias` (hidden,) and `eps`; it "
@@ -260,7 +327,13 @@ def _explain_count(case, value, expected) -> str | None:
     config = case.args[0]
     missing = expected - int(value)
     layers = config.num_hidden_layers
-    for part, count in parameter_breakdown(config).items():
+    parts = parameter_breakdown(config)
+    same = [part for part, count in parts.items() if count == abs(missing)]
+    if len(same) > 1:  # e.g. 2 x 768: the token type embeddings of BERT-base and the embedding LayerNorm alike
+        names = ", ".join(f"the {part}" for part in same[:-1]) + f" or the {same[-1]}"
+        how = "missing" if missing > 0 else "extra"
+        return f"The {how} {abs(missing):,} are as many as {names}: which of them is {how}?"
+    for part, count in parts.items():
         per_layer = "(all layers)" in part
         if missing == count:
             return f"The missing {missing:,} are exactly the {part}."
@@ -559,6 +632,15 @@ _HF_KEYS = (
     ("cls.predictions.transform.dense.weight", (), ("head",)),
     ("cls.predictions.bias", (), ("head",)),
     ("cls.seq_relationship.weight", (True,), ("head", "into a model with a head")),
+    ("embeddings.position_embeddings.weight", (), ()),
+    ("embeddings.token_type_embeddings.weight", (), ()),
+    ("encoder.layer.7.attention.self.query.bias", (), ()),
+    ("encoder.layer.0.intermediate.dense.bias", (), ()),
+    ("pooler.dense.bias", (), ()),
+    ("cls.predictions.transform.LayerNorm.weight", (), ("head",)),
+    ("cls.predictions.transform.LayerNorm.gamma", (), ("head", "old name")),
+    ("cls.predictions.decoder.bias", (), ("derived",)),
+    ("cls.seq_relationship.bias", (), ("head",)),
 )
 
 
@@ -683,9 +765,10 @@ HF_TO_OURS = Exercise(
             _rename_layer_kept,
         ),
         Mistake(
-            "the feed-forward LayerNorm's pattern tried before the attention's",
-            "`.output.LayerNorm.` is also part of `.attention.output.LayerNorm.`: try the longer pattern first, or "
-            "the attention's LayerNorm becomes `output_norm`.",
+            "the attention's LayerNorm renamed by the feed-forward LayerNorm's pattern",
+            "`.output.LayerNorm.` is also part of `.attention.output.LayerNorm.`, so the attention's LayerNorm became "
+            "`output_norm`: give `.attention.output.LayerNorm.` its own row (`attention_norm`), tried before "
+            "the shorter pattern.",
             _rename_output_norm_first,
         ),
         Mistake(

@@ -1,4 +1,9 @@
-"""Exercises of notebook 06: ``layer_norm``, ``feed_forward``, ``post_ln_layer`` and ``pre_ln_layer``.
+"""Exercises of notebook 06: ``layer_norm``, ``feed_forward``, ``post_ln_layer``, ``pre_ln_layer``,
+``parallel_layer`` and ``pre_ln_stack``.
+
+Notebook 06 asks for ``parallel_layer`` (GPT-J's and PaLM's layer: both sub-layers read one normalised copy)
+and ``pre_ln_stack`` (Pre-LN layers and the final LayerNorm such a stack needs); ``post_ln_layer`` and
+``pre_ln_layer``, which section 7's inline layer and section 6's formulas answer, stay checkable by name.
 
 The cases tell close variants apart: a large eps shows where eps goes, and an identity feed-forward
 on -4 ... 4 shows the activation itself, exact GELU against ReLU and GELU's tanh approximation. The
@@ -14,7 +19,7 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from ..encoder import post_ln_layer, pre_ln_layer
+from ..encoder import parallel_layer, post_ln_layer, pre_ln_layer, pre_ln_stack
 from ..feedforward import feed_forward, gelu
 from ..layernorm import layer_norm
 from ..masks import padding_mask
@@ -374,9 +379,9 @@ def _layer_cases(g):
             "batch of 2, 5 tokens, d_model 8, 2 heads, eps 1e-12", _layer_args(g, 2, 5, 8, 2, eps=1e-12), ("batched",)
         ),
         Case(
-            "one sentence of 4 tokens, d_model 6, 3 heads, the attention masks padding (length 3), eps 1e-12",
-            _layer_args(g, 1, 4, 6, 3, eps=1e-12, lengths=[3]),
-            ("masked",),
+            "the same sizes, the attention masks padding (lengths 5 and 3)",
+            _layer_args(g, 2, 5, 8, 2, eps=1e-12, lengths=[5, 3]),
+            ("batched", "masked"),
         ),
         Case(
             "a large eps = 0.5, so where each LayerNorm sits shows", _layer_args(g, 2, 3, 4, 2, eps=0.5), ("batched",)
@@ -698,6 +703,375 @@ PRE_LN_LAYER = Exercise(
             "each sub-layer has its own LayerNorm: `ln1_*` before the attention, `ln2_*` before the "
             "feed-forward block.",
             _pre_first_norm_twice,
+        ),
+    ),
+)
+
+
+# --- GPT-J's parallel layer, and a Pre-LN stack with its final LayerNorm ------------------------
+
+
+def _parallel_cases(g):
+    def pieces(eps, lengths=None, scale=1.0):
+        x, attention, ffn, ln_weight, ln_bias, *_ = _layer_args(g, 2, 5, 8, 2, eps=None, lengths=lengths, scale=scale)
+        return (x, attention, ffn, ln_weight, ln_bias) + (() if eps is None else (eps,))
+
+    return [
+        Case("batch of 2, 5 tokens, d_model 8, 2 heads, eps 1e-12", pieces(1e-12), ("batched",)),
+        Case(
+            "the same sizes, the attention masks padding (lengths 5 and 3)",
+            pieces(1e-12, [5, 3]),
+            ("batched", "masked"),
+        ),
+        Case("the same sizes, a large eps = 0.5, so where the LayerNorm sits shows", pieces(0.5), ("batched",)),
+        Case(
+            "the same sizes, eps left out, so it is BERT's 1e-12: tiny inputs (about 0.003)",
+            pieces(None, scale=0.003),
+            ("batched", "defaults"),
+        ),
+    ]
+
+
+def _parallel_variant(settings, x, attention, feed_forward, ln_weight, ln_bias, eps=1e-12):
+    """A parallel layer with each part chosen by ``settings`` (the knobs below)."""
+    eps = {"given": eps, "default": 1e-5, "ignored": 1e-12}[settings["eps"]]
+    normalised = _ln(x, ln_weight, ln_bias, eps) if settings["affine"] else F.layer_norm(x, x.shape[-1:], eps=eps)
+    attended = attention({"normalised": normalised, "x": x}[settings["attention reads"]])
+    if settings["order"] == "sequential":
+        ffn_out = feed_forward(_ln(x + attended, ln_weight, ln_bias, eps))
+    else:
+        ffn_out = feed_forward({"normalised": normalised, "x": x}[settings["ffn reads"]])
+    stream = {"x": x, "normalised": normalised, "none": 0}[settings["residual"]]
+    out = stream + attended + ffn_out
+    return _ln(out, ln_weight, ln_bias, eps) if settings["output norm"] else out
+
+
+_PARALLEL_KNOBS = (
+    Knob(
+        "attention reads",
+        (
+            ("normalised", "", ""),
+            ("x", "the attention fed x itself", "the attention reads the normalised copy, `LN(x)`."),
+        ),
+    ),
+    Knob(
+        "ffn reads",
+        (
+            ("normalised", "", ""),
+            ("x", "the feed-forward block fed x itself", "the feed-forward block reads the normalised copy, `LN(x)`."),
+        ),
+    ),
+    Knob(
+        "affine",
+        (
+            (True, "", ""),
+            (
+                False,
+                "the LayerNorm without its gamma and beta",
+                "apply `ln_weight` and `ln_bias` after normalising (`bc.layer_norm(x, ln_weight, ln_bias, eps)`).",
+            ),
+        ),
+    ),
+    Knob(
+        "order",
+        (
+            ("side by side", "", ""),
+            (
+                "sequential",
+                "the feed-forward block after the attention (the Pre-LN layer)",
+                "in the parallel layer the feed-forward block reads the same `LN(x)` as the attention, not its result.",
+            ),
+        ),
+    ),
+    Knob(
+        "residual",
+        (
+            ("x", "", ""),
+            (
+                "normalised",
+                "the residual taken from the normalised copy",
+                "the sub-layers' outputs are added to x itself, never normalised.",
+            ),
+            ("none", "no residual", "add both sub-layers' outputs to x."),
+        ),
+    ),
+    Knob(
+        "output norm",
+        (
+            (False, "", ""),
+            (True, "the output normalised", "the layer ends with the addition: the stream itself stays unnormalised."),
+        ),
+    ),
+    Knob(
+        "eps",
+        (
+            ("given", "", ""),
+            ("default", "PyTorch's default eps", "pass `eps` on to the LayerNorm (1e-5 is PyTorch's default)."),
+            ("ignored", "`eps` not passed on", "pass the `eps` you are given on to the LayerNorm."),
+        ),
+    ),
+)
+
+
+def _parallel_as_pre_ln(x, attention, feed_forward, ln_weight, ln_bias, eps=1e-12):
+    h = x + attention(_ln(x, ln_weight, ln_bias, eps))
+    return h + feed_forward(_ln(h, ln_weight, ln_bias, eps))
+
+
+def _parallel_post_ln(x, attention, feed_forward, ln_weight, ln_bias, eps=1e-12):
+    return _ln(x + attention(x) + feed_forward(x), ln_weight, ln_bias, eps)
+
+
+def _parallel_residual_from_normalised(x, attention, feed_forward, ln_weight, ln_bias, eps=1e-12):
+    normalised = _ln(x, ln_weight, ln_bias, eps)
+    return normalised + attention(normalised) + feed_forward(normalised)
+
+
+def _parallel_default_eps(x, attention, feed_forward, ln_weight, ln_bias, eps=1e-12):
+    normalised = F.layer_norm(x, x.shape[-1:], ln_weight, ln_bias)  # PyTorch's default eps, 1e-5
+    return x + attention(normalised) + feed_forward(normalised)
+
+
+PARALLEL_LAYER = Exercise(
+    name="parallel_layer",
+    reference=parallel_layer,
+    prompt="your function receives `x` (batch, seq, d_model), two functions `attention` and `feed_forward` (each "
+    "maps (batch, seq, d_model) to the same shape), the gamma and beta of ONE LayerNorm, `ln_weight` and "
+    "`ln_bias` (d_model,), and `eps` (default 1e-12); it returns GPT-J's and PaLM's parallel layer, "
+    "(batch, seq, d_model): both sub-layers read the same LayerNorm'ed copy of x, side by side, and both "
+    "outputs are added to x itself.",
+    start="normalise once; then ask what each sub-layer reads and what its output is added to.",
+    make_cases=_parallel_cases,
+    knobs=_PARALLEL_KNOBS,
+    variant=_parallel_variant,
+    axes={"": ("batch", "token rows", "feature columns")},
+    notebook="06",
+    mistakes=(
+        Mistake(
+            "the sub-layers one after the other (a Pre-LN layer with one LayerNorm)",
+            "in the parallel layer the feed-forward block does not wait for the attention: both read `LN(x)`, "
+            "and `x + attention(LN(x)) + feed_forward(LN(x))` is the whole layer.",
+            _parallel_as_pre_ln,
+        ),
+        Mistake(
+            "a Post-LN parallel layer, LN(x + attention(x) + feed_forward(x))",
+            "this layer is Pre-LN: the sub-layers read the normalised copy and the sum is left unnormalised.",
+            _parallel_post_ln,
+        ),
+        Mistake(
+            "the residual taken from the normalised copy",
+            "add the sub-layers' outputs to x itself, not to LN(x): the residual stream is never normalised.",
+            _parallel_residual_from_normalised,
+        ),
+        Mistake(
+            "PyTorch's default LayerNorm eps",
+            "pass `eps` on to the LayerNorm: the default here is 1e-12, `F.layer_norm`'s 1e-5.",
+            _parallel_default_eps,
+        ),
+    ),
+)
+
+
+def _stack_cases(g):
+    def stack(num_layers, eps, lengths=None, scale=1.0):
+        layers = []
+        for _ in range(num_layers):
+            x, *pieces = _layer_args(g, 2, 5, 8, 2, eps=None, lengths=lengths, scale=scale)
+            layers.append(tuple(pieces))
+        final = _ln_params(g, 8)
+        return (x, layers, *final) + (() if eps is None else (eps,))
+
+    return [
+        Case("2 layers, batch of 2, 5 tokens, d_model 8, 2 heads, eps 1e-12", stack(2, 1e-12), ("batched",)),
+        Case("the same, 3 layers", stack(3, 1e-12), ("batched",)),
+        Case("the same, 1 layer", stack(1, 1e-12), ("batched",)),
+        Case("2 layers, the attention masks padding (lengths 5 and 3)", stack(2, 1e-12, [5, 3]), ("batched", "masked")),
+        Case("2 layers, a large eps = 0.5, so where each LayerNorm sits shows", stack(2, 0.5), ("batched",)),
+        Case(
+            "2 layers, eps left out, so it is 1e-12: tiny inputs (about 0.003)",
+            stack(2, None, scale=0.003),
+            ("batched", "defaults"),
+        ),
+    ]
+
+
+def _stack_variant(settings, x, layers, final_weight, final_bias, eps=1e-12):
+    """A Pre-LN stack with each part chosen by ``settings`` (the knobs below)."""
+    eps = {"given": eps, "default": 1e-5, "ignored": 1e-12}[settings["eps"]]
+    chosen = {"all": layers, "first": layers[:1], "last": layers[-1:], "all but the last": layers[:-1]}[
+        settings["layers"]
+    ]
+    stream = x
+    for attend, feed, ln1_weight, ln1_bias, ln2_weight, ln2_bias in chosen:
+        second = (ln1_weight, ln1_bias) if settings["norms"] == "1, 1" else (ln2_weight, ln2_bias)
+        h = x if settings["reads"] == "x" else stream
+        if settings["layer"] == "post":
+            h = _ln(h + attend(h), ln1_weight, ln1_bias, eps)
+            stream = _ln(h + feed(h), *second, eps)
+        else:
+            normalised = _ln(h, ln1_weight, ln1_bias, eps)
+            h = (normalised if settings["residual"] == "normalised" else h) + attend(normalised)
+            normalised = _ln(h, *second, eps)
+            stream = (normalised if settings["residual"] == "normalised" else h) + feed(normalised)
+        if settings["final"] == "every layer":
+            stream = _ln(stream, final_weight, final_bias, eps)
+    if settings["final"] == "once":
+        return _ln(stream, final_weight, final_bias, eps if settings["final eps"] == "given" else 1e-12)
+    if settings["final"] == "last ln2":
+        return _ln(stream, *chosen[-1][4:], eps)
+    if settings["final"] == "plain":
+        return F.layer_norm(stream, stream.shape[-1:], eps=eps)
+    return stream
+
+
+_STACK_KNOBS = (
+    Knob(
+        "final",
+        (
+            ("once", "", ""),
+            ("none", "the final LayerNorm missing", "a Pre-LN stack ends with one LayerNorm after its last layer."),
+            (
+                "every layer",
+                "the final LayerNorm after every layer",
+                "the final LayerNorm comes once, after the last layer: inside the stack the stream is never "
+                "normalised.",
+            ),
+            (
+                "plain",
+                "a final LayerNorm without its gamma and beta",
+                "the final LayerNorm has its own parameters, `final_weight` and `final_bias`.",
+            ),
+            (
+                "last ln2",
+                "the last layer's `ln2_*` used as the final LayerNorm",
+                "the final LayerNorm has its own parameters, `final_weight` and `final_bias`.",
+            ),
+        ),
+    ),
+    Knob(
+        "residual",
+        (
+            ("stream", "", ""),
+            (
+                "normalised",
+                "the residual taken from the normalised copy",
+                "add each sub-layer's output to the stream itself, `x + attention(LN1(x))`, not to LN1(x).",
+            ),
+        ),
+    ),
+    Knob(
+        "final eps",
+        (
+            ("given", "", ""),
+            ("ignored", "`eps` not passed on to the final LayerNorm", "the final LayerNorm takes `eps` too."),
+        ),
+    ),
+    Knob(
+        "norms",
+        (
+            ("1, 2", "", ""),
+            ("1, 1", "each layer's `ln1_*` used twice", "the feed-forward block reads LN2: `ln2_weight`, `ln2_bias`."),
+        ),
+    ),
+    Knob(
+        "reads",
+        (
+            ("stream", "", ""),
+            (
+                "x",
+                "every layer fed the stack's input",
+                "each layer reads the previous layer's output: `x = layer(x)` in the loop.",
+            ),
+        ),
+    ),
+    Knob(
+        "layers",
+        (
+            ("all", "", ""),
+            ("first", "only the first layer", "run every layer of `layers`, in order."),
+            ("last", "only the last layer", "run every layer of `layers`, in order."),
+            ("all but the last", "the last layer left out", "run every layer of `layers`, the last one too."),
+        ),
+    ),
+    Knob(
+        "layer",
+        (
+            ("pre", "", ""),
+            ("post", "Post-LN layers", "each layer of this stack is Pre-LN: `x + attention(LN1(x))`, then the FFN."),
+        ),
+    ),
+    Knob(
+        "eps",
+        (
+            ("given", "", ""),
+            ("default", "PyTorch's default eps", "pass `eps` on to every LayerNorm (1e-5 is PyTorch's default)."),
+            ("ignored", "`eps` not passed on", "pass the `eps` you are given on to every LayerNorm."),
+        ),
+    ),
+)
+
+
+def _stack_no_final_norm(x, layers, final_weight, final_bias, eps=1e-12):
+    for pieces in layers:
+        x = pre_ln_layer(x, *pieces, eps)
+    return x
+
+
+def _stack_final_norm_every_layer(x, layers, final_weight, final_bias, eps=1e-12):
+    for pieces in layers:
+        x = _ln(pre_ln_layer(x, *pieces, eps), final_weight, final_bias, eps)
+    return x
+
+
+def _stack_layers_read_the_input(x, layers, final_weight, final_bias, eps=1e-12):
+    for pieces in layers:
+        out = pre_ln_layer(x, *pieces, eps)  # every layer reads x: only the last one counts
+    return _ln(out, final_weight, final_bias, eps)
+
+
+def _stack_post_ln(x, layers, final_weight, final_bias, eps=1e-12):
+    for pieces in layers:
+        x = post_ln_layer(x, *pieces, eps)
+    return _ln(x, final_weight, final_bias, eps)
+
+
+PRE_LN_STACK = Exercise(
+    name="pre_ln_stack",
+    reference=pre_ln_stack,
+    prompt="your function receives `x` (batch, seq, d_model), `layers`, a list of tuples `(attention, feed_forward, "
+    "ln1_weight, ln1_bias, ln2_weight, ln2_bias)` (one per layer, each as `pre_ln_layer` takes them), the gamma "
+    "and beta of a final LayerNorm, `final_weight` and `final_bias` (d_model,), and `eps` (default 1e-12); it "
+    "returns (batch, seq, d_model): x through every Pre-LN layer in order (each sub-layer reads a LayerNorm'ed "
+    "copy of the stream and adds to the stream), then the final LayerNorm. You may use `bc.layer_norm`.",
+    start="one Pre-LN layer first, as section 6 writes it; then the loop, and ask where the stream is normalised.",
+    make_cases=_stack_cases,
+    knobs=_STACK_KNOBS,
+    variant=_stack_variant,
+    axes={"": ("batch", "token rows", "feature columns")},
+    notebook="06",
+    mistakes=(
+        Mistake(
+            "the final LayerNorm missing",
+            "in a Pre-LN stack nothing normalises the residual stream, which grows with depth: one LayerNorm "
+            "after the last layer (`final_weight`, `final_bias`) ends the stack.",
+            _stack_no_final_norm,
+        ),
+        Mistake(
+            "the final LayerNorm after every layer",
+            "the final LayerNorm comes once, after the last layer; normalising the stream after every layer turns "
+            "the stack back into a Post-LN one.",
+            _stack_final_norm_every_layer,
+        ),
+        Mistake(
+            "every layer fed the stack's input",
+            "each layer reads the previous layer's output: write `x = layer(x)` in the loop, or only the last "
+            "layer counts.",
+            _stack_layers_read_the_input,
+        ),
+        Mistake(
+            "Post-LN layers",
+            "the layers of this stack are Pre-LN: each sub-layer reads `LN(x)` and adds to x itself.",
+            _stack_post_ln,
         ),
     ),
 )

@@ -1,4 +1,8 @@
-"""Exercises of notebook 03: ``padding_mask``, ``causal_mask``, ``masked_softmax`` and ``key_padding_mask``.
+"""Exercises of notebook 03: ``padding_mask``, ``causal_mask``, ``masked_softmax``, ``key_padding_mask`` and
+``mask_from_torch``.
+
+Notebook 03 asks for ``masked_softmax`` and ``mask_from_torch`` (PyTorch's two ``attn_mask`` kinds read in
+this course's convention); ``key_padding_mask``, whose answer two of its cells show, stays checkable by name.
 
 Their mistakes are the classic mask slips: the convention inverted (True = blocked), an off-by-one,
 swapped axes, the wrong triangle, an additive mask of 0 and -inf instead of booleans; and for the
@@ -12,9 +16,9 @@ import math
 import torch
 
 from ..attention import masked_softmax
-from ..masks import causal_mask, key_padding_mask, padding_mask
+from ..masks import causal_mask, key_padding_mask, mask_from_torch, padding_mask
 from .random_inputs import _randn
-from .records import Case, Exercise, Mistake
+from .records import Case, Exercise, Knob, Mistake
 
 
 def _padding_cases(g):
@@ -63,9 +67,9 @@ def _padding_default_max_len_plus_one(lengths, max_len=None):
 PADDING_MASK = Exercise(
     name="padding_mask",
     reference=padding_mask,
-    prompt="your function receives `lengths`, a 1-D long tensor with one sentence length per row, and an int "
-    "`max_len`; it returns a bool tensor (batch, max_len) that is True at real tokens (position < length) "
-    "and False at padding.",
+    prompt="your function receives `lengths`, a 1-D long tensor with one sentence length per row, and `max_len`, "
+    "an int or left out (`max_len=None`: then the longest length); it returns a bool tensor (batch, max_len) "
+    "that is True at real tokens (position < length) and False at padding.",
     start="compare every position 0, 1, ..., max_len - 1 with every sentence's length, by broadcasting.",
     make_cases=_padding_cases,
     axes={"": ("sentence rows", "position columns")},
@@ -360,23 +364,26 @@ MASKED_SOFTMAX = Exercise(
 
 
 def _key_padding_cases(g):
+    end_padded = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])  # (2, 4)
     return [
         Case(
             "Hugging Face's long 0/1 mask, 2 sentences of lengths 4 and 2, padded at the end",
-            (torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]]),),
+            (end_padded,),
             ("non-square",),
         ),
         Case(
-            "padding at the start (left padding, as for generation): int32",
-            (torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], dtype=torch.int32),),
+            "the same sentences padded at the start (left padding, as for generation), long",
+            (end_padded.flip(-1),),
             ("non-square",),
         ),
+        Case("the same mask as int32", (end_padded.int(),), ("non-square",)),
+        Case("the same mask as this course's bool, True = may attend", (end_padded.bool(),), ("non-square",)),
+        Case("the same mask as float 0./1.", (end_padded.float(),), ("non-square",)),
         Case(
-            "this course's boolean mask, True = may attend",
-            (torch.tensor([[True, True, False], [True, False, False], [True, True, True]]),),
+            "a long mask of 3 sentences of 3 tokens, one with no padding",
+            (torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 1]]),),
             ("square",),
         ),
-        Case("a float 0./1. mask", (torch.tensor([[1.0, 1.0, 0.0, 0.0, 0.0]]),), ("non-square",)),
     ]
 
 
@@ -390,6 +397,10 @@ def _kpm_bitwise_not(attention_mask):
 
 def _kpm_one_minus(attention_mask):
     return 1 - attention_mask  # the right values, in the mask's dtype
+
+
+def _kpm_one_minus_as_bool(attention_mask):
+    return (1 - attention_mask).bool()  # raises on a bool mask: no `-` for bool tensors
 
 
 def _kpm_padding_at_the_end(attention_mask):
@@ -422,14 +433,210 @@ KEY_PADDING_MASK = Exercise(
         ),
         Mistake(
             "`1 - attention_mask`",
-            "`1 - attention_mask` has the right values but stays long (or float): PyTorch wants a bool mask, "
-            "`attention_mask == 0`.",
+            "`1 - attention_mask` is right for 0/1 numbers, but PyTorch has no `-` for a bool tensor, so it raises "
+            "on this course's bool mask (and without `.bool()` a long result is not a mask either): "
+            "`attention_mask == 0` works for every dtype.",
             _kpm_one_minus,
+        ),
+        Mistake(
+            "`(1 - attention_mask).bool()`",
+            "right for 0/1 numbers of every dtype, but PyTorch has no `-` for a bool tensor, so it raises on this "
+            "course's bool mask: `attention_mask == 0` works for every dtype.",
+            _kpm_one_minus_as_bool,
         ),
         Mistake(
             "the padding assumed to sit at the end",
             "tokenizers may pad on the left too: read each position's own 0 or 1 rather than a length.",
             _kpm_padding_at_the_end,
+        ),
+    ),
+)
+
+
+# --- PyTorch's attn_mask (bool True = blocked, or float added) -> this course's bool mask -------------
+
+
+def _torch_mask_cases(g):
+    lowest = torch.finfo(torch.float32).min
+    end = torch.tensor([[False, False, False, True, True], [False, False, False, False, True]])  # (2, 5)
+    start = torch.tensor([[True, True, False, False, False], [False, False, False, False, False]])  # (2, 5)
+    return [
+        Case("a boolean mask (True = blocked), padding at the end: 2 rows of 5", (end,), ("non-square",)),
+        Case("a boolean mask (True = blocked), padding at the start", (start,), ("non-square",)),
+        Case("a boolean causal mask (True above the diagonal): 4 x 4", (torch.ones(4, 4).triu(1).bool(),), ("square",)),
+        Case(
+            "a boolean mask (True = blocked) with batch and head axes: (2, 1, 3, 5)",
+            (torch.rand(2, 1, 3, 5, generator=g) < 0.4,),
+            ("batched", "non-square"),
+        ),
+        Case("a float mask, 0 and -inf, padding at the end", (torch.zeros(2, 5).masked_fill(end, -math.inf),), ()),
+        Case(
+            "a float mask, 0 and float32's most negative number (as Hugging Face builds it)",
+            (torch.zeros(2, 5).masked_fill(end, lowest),),
+            (),
+        ),
+        Case(
+            "a float16 mask, 0 and float16's most negative number (-65504)",
+            (torch.zeros(2, 5, dtype=torch.float16).masked_fill(end, torch.finfo(torch.float16).min),),
+            ("float16",),
+        ),
+        Case(
+            "a bfloat16 mask, 0 and -inf",
+            (torch.zeros(2, 5, dtype=torch.bfloat16).masked_fill(end, -math.inf),),
+            ("bfloat16",),
+        ),
+    ]
+
+
+def _torch_mask_variant(settings, attn_mask):
+    """The conversion with its two branches chosen by ``settings`` (the knobs below)."""
+    if attn_mask.dtype == torch.bool:
+        allowed = {"invert": lambda m: ~m, "keep": lambda m: m, "all": lambda m: torch.ones_like(m)}[settings["bool"]](
+            attn_mask
+        )
+    else:
+        rule = settings["float"]
+        if rule == "above the minimum":
+            allowed = attn_mask > torch.finfo(attn_mask.dtype).min
+        elif rule == "not -inf":
+            allowed = ~torch.isinf(attn_mask)
+        elif rule == "bool":
+            allowed = attn_mask.bool()
+        elif rule == "above float32's minimum":
+            allowed = attn_mask > torch.finfo(torch.float32).min
+        elif rule == "above -1e9":
+            allowed = attn_mask > -1e9
+        else:
+            allowed = attn_mask < 0
+    return allowed.float() if settings["output"] == "float" else allowed
+
+
+_TORCH_MASK_KNOBS = (
+    Knob(
+        "bool",
+        (
+            ("invert", "", ""),
+            (
+                "keep",
+                "a boolean mask kept as it is",
+                "PyTorch's boolean `attn_mask` is True where a key is *blocked*: ours is its opposite, `~attn_mask`.",
+            ),
+        ),
+    ),
+    Knob(
+        "float",
+        (
+            ("above the minimum", "", ""),
+            (
+                "not -inf",
+                "only -inf read as blocked",
+                "a float mask may block with the dtype's most negative number instead of -inf (Hugging Face "
+                "does): treat anything at `torch.finfo(attn_mask.dtype).min` or below as blocked.",
+            ),
+            (
+                "bool",
+                "`.bool()` on a float mask",
+                "`.bool()` turns 0 into False and -inf into True: in a float mask 0 is the key that is kept.",
+            ),
+            (
+                "above float32's minimum",
+                "float32's minimum for every dtype",
+                "float16's most negative number is -65504, far above float32's: use `torch.finfo(attn_mask.dtype)`.",
+            ),
+            (
+                "above -1e9",
+                "a fixed threshold of -1e9",
+                "float16 blocks with -65504, above -1e9: compare with the mask's own dtype's minimum.",
+            ),
+            (
+                "negative",
+                "the float mask inverted (`< 0` as allowed)",
+                "0 keeps a key: a key may be attended to where the float mask is 0.",
+            ),
+        ),
+    ),
+    Knob(
+        "output",
+        (
+            ("bool", "", ""),
+            ("float", "a float result", "return a boolean mask: comparisons give booleans directly."),
+        ),
+    ),
+)
+
+
+def _tm_not_inverted(attn_mask):
+    return attn_mask if attn_mask.dtype == torch.bool else attn_mask == 0
+
+
+def _tm_invert_everything(attn_mask):
+    return ~attn_mask  # raises on a float mask
+
+
+def _tm_float_as_bool(attn_mask):
+    return ~attn_mask if attn_mask.dtype == torch.bool else attn_mask.bool()
+
+
+def _tm_only_minus_inf(attn_mask):
+    return ~attn_mask if attn_mask.dtype == torch.bool else ~torch.isinf(attn_mask)
+
+
+def _tm_padding_at_the_end(attn_mask):
+    blocked = attn_mask if attn_mask.dtype == torch.bool else attn_mask != 0
+    kept = (~blocked).sum(dim=-1)  # (...): how many keys are kept
+    return torch.arange(attn_mask.shape[-1]) < kept[..., None]
+
+
+def _tm_float32_minimum(attn_mask):
+    return ~attn_mask if attn_mask.dtype == torch.bool else attn_mask > torch.finfo(torch.float32).min
+
+
+MASK_FROM_TORCH = Exercise(
+    name="mask_from_torch",
+    reference=mask_from_torch,
+    prompt="your function receives `attn_mask` as `nn.MultiheadAttention` takes it, of any shape: either boolean, "
+    "True where a key is *blocked*, or float (float32, float16 or bfloat16), *added* to the scores, 0 where a key "
+    "is kept and -inf or the dtype's most negative number where it is blocked; it returns this course's mask of "
+    "the same shape: bool, True where a query *may attend*.",
+    start="tell the two kinds apart by the mask's dtype first; then ask, for each kind, which value means blocked.",
+    make_cases=_torch_mask_cases,
+    knobs=_TORCH_MASK_KNOBS,
+    variant=_torch_mask_variant,
+    axes={"": ("query rows", "key columns")},
+    notebook="03",
+    mistakes=(
+        Mistake(
+            "the boolean mask not inverted",
+            "PyTorch's boolean `attn_mask` means *blocked* where it is True; ours means *may attend*: `~attn_mask`.",
+            _tm_not_inverted,
+        ),
+        Mistake(
+            "`~` on a float mask",
+            "`~` works on booleans only: a float mask needs a comparison (which values block a key?).",
+            _tm_invert_everything,
+        ),
+        Mistake(
+            "`.bool()` on a float mask",
+            "`.bool()` turns 0 into False and -inf into True, the opposite of what a float mask means: 0 keeps a key.",
+            _tm_float_as_bool,
+        ),
+        Mistake(
+            "only -inf read as blocked",
+            "a float mask may block with the dtype's most negative number instead of -inf (Hugging Face's does): "
+            "compare with `torch.finfo(attn_mask.dtype).min`.",
+            _tm_only_minus_inf,
+        ),
+        Mistake(
+            "a fixed threshold that float16's -65504 passes (float32's minimum, or -1e9)",
+            "float16's most negative number is -65504: compare with `torch.finfo(attn_mask.dtype).min`, the "
+            "mask's own.",
+            _tm_float32_minimum,
+        ),
+        Mistake(
+            "the padding assumed to sit at the end",
+            "a mask may block any key, at the start (left padding) or anywhere (a causal or random mask): read each "
+            "entry's own value rather than a count of blocked keys.",
+            _tm_padding_at_the_end,
         ),
     ),
 )

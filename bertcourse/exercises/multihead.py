@@ -1,4 +1,10 @@
-"""Exercises of notebook 05: ``split_heads``, ``merge_heads``, ``split_fused_qkv`` and ``multi_head_attention``.
+"""Exercises of notebook 05: ``split_heads``, ``merge_heads``, ``split_fused_qkv``, ``multi_head_attention`` and
+``torch_multi_head_attention``.
+
+Notebook 05 asks for ``split_fused_qkv`` and ``torch_multi_head_attention`` (what ``nn.MultiheadAttention``
+computes from its own parameters and its own mask convention); ``multi_head_attention``, which the inline
+block of its check against the reference answers, stays checkable by name. The most common bug of all, a
+reshape straight to (batch, heads, seq, d_head) without the transpose, has a named mistake in each.
 
 Many mistakes here keep the right shape and scramble the order of tokens, heads or features (a plain
 view instead of a view and a transpose, interleaved heads); only the values give them away.
@@ -12,7 +18,7 @@ import torch
 
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ..multihead import merge_heads, multi_head_attention, split_fused_qkv, split_heads
+from ..multihead import merge_heads, multi_head_attention, split_fused_qkv, split_heads, torch_multi_head_attention
 from .attention import _softmax_attend
 from .random_inputs import _randn, _weights
 from .records import Case, Exercise, Knob, Mistake
@@ -202,6 +208,11 @@ def _fused_no_transpose(qkv, num_heads):
     return tuple(part.view(batch, seq, num_heads, -1) for part in qkv.chunk(3, dim=-1))
 
 
+def _fused_plain_reshape(qkv, num_heads):
+    batch, seq, width = qkv.shape
+    return tuple(part.reshape(batch, num_heads, seq, -1) for part in qkv.chunk(3, dim=-1))  # no transpose
+
+
 def _fused_chunked_along_tokens(qkv, num_heads):
     return tuple(split_heads(part, num_heads) for part in qkv.chunk(3, dim=1))
 
@@ -235,6 +246,13 @@ SPLIT_FUSED_QKV = Exercise(
             "the heads not moved in front of the tokens",
             "after the view, (batch, seq, heads, d_head), swap seq and heads with `.transpose(1, 2)`.",
             _fused_no_transpose,
+        ),
+        Mistake(
+            "a reshape to (batch, heads, seq, d_head) without the transpose",
+            "a reshape straight to (batch, heads, seq, d_head) keeps the right shape but gives head 0 the first "
+            "tokens' features instead of the first d_head features of every token: the heads come out in another "
+            "order. View as (batch, seq, heads, d_head), then `.transpose(1, 2)` (notebook 05's pitfall 2).",
+            _fused_plain_reshape,
         ),
         Mistake(
             "the three parts cut along the tokens",
@@ -294,6 +312,20 @@ def _mha_split_without_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     q, k, v = ((x @ w).view(batch, seq, num_heads, d_model // num_heads) for w in (w_q, w_k, w_v))
     context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(d_model // num_heads), v, mask)
     return context.reshape(batch, seq, d_model) @ w_o
+
+
+def _mha_plain_reshape(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    batch, seq, d_model = x.shape
+    q, k, v = ((x @ w).reshape(batch, num_heads, seq, d_model // num_heads) for w in (w_q, w_k, w_v))
+    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(d_model // num_heads), v, mask)
+    return context.reshape(batch, seq, d_model) @ w_o  # the same plain reshape back
+
+
+def _mha_plain_reshape_merged_right(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    batch, seq, d_model = x.shape
+    q, k, v = ((x @ w).reshape(batch, num_heads, seq, d_model // num_heads) for w in (w_q, w_k, w_v))
+    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(d_model // num_heads), v, mask)
+    return merge_heads(context) @ w_o
 
 
 def _mha_merge_without_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
@@ -407,6 +439,20 @@ MULTI_HEAD_ATTENTION = Exercise(
             _mha_split_without_transpose,
         ),
         Mistake(
+            "a reshape to (batch, heads, seq, d_head) without the transpose (split and merge)",
+            "a reshape straight to (batch, heads, seq, d_head) keeps the right shape but gives head 0 the first "
+            "tokens' features instead of the first d_head features of every token: the heads come out in another "
+            "order. View as (batch, seq, heads, d_head), then `.transpose(1, 2)` (notebook 05's pitfall 2).",
+            _mha_plain_reshape,
+        ),
+        Mistake(
+            "a reshape to (batch, heads, seq, d_head) without the transpose (split only)",
+            "the merge is right, but the split is a reshape straight to (batch, heads, seq, d_head), which puts "
+            "the heads (and the tokens inside them) in another order: view as (batch, seq, heads, d_head), then "
+            "`.transpose(1, 2)`.",
+            _mha_plain_reshape_merged_right,
+        ),
+        Mistake(
             "merging heads without the transpose",
             "the context is (batch, heads, seq, d_head): `.transpose(1, 2)` before the reshape to "
             "(batch, seq, d_model).",
@@ -432,6 +478,249 @@ MULTI_HEAD_ATTENTION = Exercise(
             "W_O transposed",
             "the matrices here are used as `x @ w`, so the last step is `merged @ w_o`, without `.T`.",
             _mha_w_o_transposed,
+        ),
+    ),
+)
+
+
+# --- nn.MultiheadAttention's computation, from its own parameters ----------------------------
+
+
+def _torch_mha_cases(g):
+    def pieces(d_model):
+        in_proj = torch.cat([_weights(g, d_model, d_model).T for _ in range(3)])  # (3 d_model, d_model), (out, in)
+        return (
+            in_proj,
+            _randn(g, 3 * d_model, scale=0.5),
+            _weights(g, d_model, d_model).T,
+            _randn(g, d_model, scale=0.5),
+        )
+
+    end = torch.tensor([[False] * 5, [False, False, False, True, True]])  # (2, 5): True = ignore
+    return [
+        Case(
+            "batch of 2, 5 tokens, d_model 8, 2 heads, no mask",
+            (_randn(g, 2, 5, 8), *pieces(8), 2),
+            ("batched", "no mask", "non-square"),
+        ),
+        Case(
+            "the same sizes with a key_padding_mask (sentence 2 padded at the end; True = ignore)",
+            (_randn(g, 2, 5, 8), *pieces(8), 2, end),
+            ("batched", "masked", "non-square"),
+        ),
+        Case(
+            "the same sizes, sentence 2 padded at the start",
+            (_randn(g, 2, 5, 8), *pieces(8), 2, end.flip(-1)),
+            ("batched", "masked", "non-square"),
+        ),
+        Case(
+            "the same sizes, 4 heads of 2",
+            (_randn(g, 2, 5, 8), *pieces(8), 4),
+            ("batched", "no mask", "non-square"),
+        ),
+        Case(
+            "the same sizes, 1 head",
+            (_randn(g, 2, 5, 8), *pieces(8), 1),
+            ("batched", "no mask", "non-square"),
+        ),
+        Case(
+            "4 tokens, 2 heads of 4 (as many tokens as d_head: a transposed head still runs)",
+            (_randn(g, 2, 4, 8), *pieces(8), 2),
+            ("batched", "no mask", "square"),
+        ),
+    ]
+
+
+def _torch_mha_variant(
+    settings, x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, key_padding_mask=None
+):
+    """``nn.MultiheadAttention``'s computation with each part chosen by ``settings`` (the knobs below)."""
+    batch, seq, d_model = x.shape
+    d_head = d_model // num_heads
+    weight = in_proj_weight if settings["in_proj"] == "T" else in_proj_weight.T  # "as stored": x @ W
+    qkv = x @ weight.T + (in_proj_bias if settings["in_bias"] else 0)
+    q, k, v = qkv.chunk(3, dim=-1) if settings["cut"] == "blocks" else qkv.view(batch, seq, d_model, 3).unbind(-1)
+
+    def split(t):
+        if settings["split"] == "plain reshape":
+            return t.reshape(batch, num_heads, seq, d_head)
+        return t.view(batch, seq, num_heads, d_head).transpose(1, 2)
+
+    q, k, v = split(q), split(k), split(v)
+    divisor = {"sqrt d_head": math.sqrt(d_head), "sqrt d_model": math.sqrt(d_model), "1": 1.0}[settings["scale"]]
+    scores = q @ k.transpose(-2, -1) / divisor
+    if key_padding_mask is not None and settings["mask"] != "ignored":
+        allowed = {
+            "flipped": lambda m: ~m[:, None, None, :],
+            "as allowed": lambda m: m[:, None, None, :],
+            "on the queries": lambda m: ~m[:, None, :, None],
+        }[settings["mask"]](key_padding_mask)
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+    context = torch.softmax(scores, dim=-1) @ v  # (batch, heads, seq, d_head)
+    merged = context.reshape(batch, seq, d_model) if settings["merge"] == "plain reshape" else merge_heads(context)
+    out = {"T": out_proj_weight.T, "as stored": out_proj_weight}[settings["out_proj"]]
+    return merged @ out + (out_proj_bias if settings["out_bias"] else 0)
+
+
+_TORCH_MHA_KNOBS = (
+    Knob(
+        "split",
+        (
+            ("view and transpose", "", ""),
+            (
+                "plain reshape",
+                "a reshape to (batch, heads, seq, d_head) without the transpose",
+                "View as (batch, seq, heads, d_head), then `.transpose(1, 2)`: a plain reshape "
+                "puts the heads in another order.",
+            ),
+        ),
+    ),
+    Knob(
+        "merge",
+        (
+            ("transpose", "", ""),
+            (
+                "plain reshape",
+                "the heads merged without the transpose",
+                "The context (batch, heads, seq, d_head) needs `.transpose(1, 2)` before the reshape to "
+                "(batch, seq, d_model).",
+            ),
+        ),
+    ),
+    Knob(
+        "mask",
+        (
+            ("flipped", "", ""),
+            (
+                "as allowed",
+                "the key_padding_mask used as 'may attend'",
+                "PyTorch's `key_padding_mask` is True where a key is *ignored*: block where it is True.",
+            ),
+            (
+                "ignored",
+                "the key_padding_mask ignored",
+                "Block the padded keys in every head: "
+                "`key_padding_mask[:, None, None, :]` broadcasts over heads and queries.",
+            ),
+            (
+                "on the queries",
+                "the mask laid along the queries",
+                "The mask says which *keys* to ignore: `[:, None, None, :]`, the last axis of the scores.",
+            ),
+        ),
+    ),
+    Knob(
+        "scale",
+        (
+            ("sqrt d_head", "", ""),
+            (
+                "sqrt d_model",
+                "scaling by √d_model instead of √d_head",
+                "Each head is an attention of width d_head: divide by √(d_model // num_heads).",
+            ),
+            ("1", "no scaling", "Divide the scores of each head by √d_head."),
+        ),
+    ),
+    Knob(
+        "in_proj",
+        (
+            ("T", "", ""),
+            (
+                "as stored",
+                "the in_proj_weight not transposed",
+                "It is stored (out, in) = (3 d_model, d_model): `x @ in_proj_weight.T`.",
+            ),
+        ),
+    ),
+    Knob("in_bias", ((True, "", ""), (False, "the in_proj_bias left out", "Add `in_proj_bias` after the product."))),
+    Knob(
+        "cut",
+        (
+            ("blocks", "", ""),
+            (
+                "interleaved",
+                "every third feature taken as Q, K, V",
+                "Q, K and V are three contiguous blocks of d_model features: `.chunk(3, dim=-1)`.",
+            ),
+        ),
+    ),
+    Knob(
+        "out_proj",
+        (
+            ("T", "", ""),
+            (
+                "as stored",
+                "out_proj's weight not transposed",
+                "`out_proj` is an nn.Linear: `merged @ out_proj_weight.T + out_proj_bias`.",
+            ),
+        ),
+    ),
+    Knob("out_bias", ((True, "", ""), (False, "out_proj's bias left out", "Add `out_proj_bias` at the end."))),
+)
+
+
+def _tmha_not_flipped(
+    x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, key_padding_mask=None
+):
+    q, k, v = split_fused_qkv(x @ in_proj_weight.T + in_proj_bias, num_heads)
+    mask = None if key_padding_mask is None else key_padding_mask[:, None, None, :]  # True taken as "may attend"
+    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
+    return merge_heads(context) @ out_proj_weight.T + out_proj_bias
+
+
+def _tmha_weights_as_stored(
+    x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, key_padding_mask=None
+):
+    q, k, v = split_fused_qkv(x @ in_proj_weight.T + in_proj_bias, num_heads)
+    mask = None if key_padding_mask is None else ~key_padding_mask[:, None, None, :]
+    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
+    return merge_heads(context) @ out_proj_weight + out_proj_bias  # runs: out_proj is square
+
+
+def _tmha_plain_reshape(
+    x, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, key_padding_mask=None
+):
+    batch, seq, d_model = x.shape
+    parts = (x @ in_proj_weight.T + in_proj_bias).chunk(3, dim=-1)
+    q, k, v = (part.reshape(batch, num_heads, seq, d_model // num_heads) for part in parts)
+    mask = None if key_padding_mask is None else ~key_padding_mask[:, None, None, :]
+    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
+    return context.reshape(batch, seq, d_model) @ out_proj_weight.T + out_proj_bias
+
+
+TORCH_MULTI_HEAD_ATTENTION = Exercise(
+    name="torch_multi_head_attention",
+    reference=torch_multi_head_attention,
+    prompt="your function receives `x` (batch, seq, d_model) and the parameters of an `nn.MultiheadAttention` "
+    "(batch_first=True): `in_proj_weight` (3 * d_model, d_model), W_Q, W_K and W_V stacked in nn.Linear's (out, in) "
+    "layout, `in_proj_bias` (3 * d_model,), `out_proj_weight` (d_model, d_model) and `out_proj_bias` (d_model,) "
+    "of its `out_proj`; then `num_heads` and an optional bool `key_padding_mask` (batch, seq) in PyTorch's "
+    "convention, True = *ignore* this key; it returns the module's attention output (batch, seq, d_model).",
+    start="one fused projection gives Q, K and V side by side, as in exercise 1; the mask's convention is PyTorch's, "
+    "the opposite of this course's.",
+    make_cases=_torch_mha_cases,
+    knobs=_TORCH_MHA_KNOBS,
+    variant=_torch_mha_variant,
+    axes={"": ("batch", "token rows", "feature columns")},
+    notebook="05",
+    mistakes=(
+        Mistake(
+            "the key_padding_mask used as 'may attend'",
+            "PyTorch's `key_padding_mask` is True where a key is *ignored*, the opposite of this course's masks: "
+            "flip it, `~key_padding_mask[:, None, None, :]`.",
+            _tmha_not_flipped,
+        ),
+        Mistake(
+            "out_proj's weight not transposed",
+            "`out_proj` is an nn.Linear, stored (out, in): `merged @ out_proj_weight.T + out_proj_bias`. Being "
+            "square, the weight runs either way and gives wrong numbers one way.",
+            _tmha_weights_as_stored,
+        ),
+        Mistake(
+            "a reshape to (batch, heads, seq, d_head) without the transpose",
+            "a reshape straight to (batch, heads, seq, d_head) puts the heads, and the tokens in them, in another "
+            "order: view as (batch, seq, heads, d_head), then `.transpose(1, 2)`, and undo it the same way.",
+            _tmha_plain_reshape,
         ),
     ),
 )

@@ -1,4 +1,8 @@
-"""Exercises of notebook 04: ``sinusoidal_position_encoding`` and ``alibi_bias``.
+"""Exercises of notebook 04: ``sinusoidal_position_encoding``, ``sinusoidal_positions`` and ``alibi_bias``.
+
+Notebook 04 asks for ``sinusoidal_positions`` (the vectors of given position ids, of any shape, for any
+width and base) and ``alibi_bias``; ``sinusoidal_position_encoding``, which section 2's cell and a slice
+answer, stays checkable by name.
 
 Each sinusoid mistake changes one piece of the formula: sin and cos swapped, the exponent's i, 2i or
 d_model, positions from 1, or all sines before all cosines instead of interleaved; the cases include
@@ -12,7 +16,7 @@ import math
 
 import torch
 
-from ..positional import alibi_bias, sinusoidal_position_encoding
+from ..positional import alibi_bias, sinusoidal_position_encoding, sinusoidal_positions
 from .records import Case, Exercise, Knob, Mistake
 
 
@@ -338,6 +342,174 @@ ALIBI_BIAS = Exercise(
             "the slopes 2^(-h)",
             "the exponent is -8h/H: with H heads the slopes run from 2^(-8/H) down to 2^(-8), whatever H is.",
             _alibi_power_of_h,
+        ),
+    ),
+)
+
+
+# --- the sinusoidal vectors of given positions, any width, any base ---------------------------
+
+
+def _positions_cases(g):
+    counted = torch.arange(6)  # (6,): positions 0 ... 5
+    return [
+        Case("positions 0 ... 5, d_model 8, base 10000 given", (counted, 8, 10000.0), ()),
+        Case("the same, base left out (10000)", (counted, 8), ("defaults",)),
+        Case("the same positions as a batch of 2 rows, (2, 6)", (counted.repeat(2, 1), 8, 10000.0), ("batched",)),
+        Case("positions 0 ... 5, an odd width: d_model 7", (counted, 7, 10000.0), ("odd",)),
+        Case("positions 0 ... 5, d_model 8, base 100", (counted, 8, 100.0), ()),
+        Case(
+            "positions that do not start at 0 (a sentence after 4 left pads): 0, 0, 0, 0, 0, 1",
+            (torch.tensor([0, 0, 0, 0, 0, 1]), 8, 10000.0),
+            (),
+        ),
+        Case("positions 40 ... 45, d_model 8", (counted + 40, 8, 10000.0), ()),
+    ]
+
+
+def _positions_variant(settings, position_ids, d_model, base=10000.0):
+    """Sinusoids of the given positions with each part chosen by ``settings`` (the knobs below)."""
+    base = 10000.0 if settings["base"] == "fixed" else base
+    if settings["positions"] == "counted":
+        position = torch.arange(position_ids.shape[-1], dtype=torch.float32).expand(position_ids.shape)
+    else:
+        position = position_ids.float() + (1 if settings["positions"] == "from 1" else 0)
+    pairs = (d_model + 1) // 2
+    two_i = {"2i": 2 * torch.arange(pairs, dtype=torch.float32), "i": torch.arange(pairs, dtype=torch.float32)}[
+        settings["exponent"]
+    ]
+    angle = position[..., None] * base ** (-two_i / d_model)  # (..., pairs)
+    first, second = (torch.sin(angle), torch.cos(angle))
+    if settings["functions"] == "swapped":
+        first, second = second, first
+    if settings["layout"] == "halves":
+        return torch.cat([first, second[..., : d_model // 2]], dim=-1)
+    return torch.stack([first, second], dim=-1).flatten(start_dim=-2)[..., :d_model]
+
+
+_POSITIONS_KNOBS = (
+    Knob(
+        "positions",
+        (
+            ("given", "", ""),
+            (
+                "counted",
+                "the positions counted 0, 1, 2, ... instead of read from `position_ids`",
+                "each entry of `position_ids` is its token's position: a padded sentence may start later, or repeat 0.",
+            ),
+            ("from 1", "positions from 1", "position 0 is the first: use `position_ids` as they are."),
+        ),
+    ),
+    Knob(
+        "base",
+        (
+            ("given", "", ""),
+            ("fixed", "the base fixed at 10000", "use the `base` you are given: omega_i = base^(-2i/d)."),
+        ),
+    ),
+    Knob(
+        "exponent",
+        (
+            ("2i", "", ""),
+            (
+                "i",
+                "i instead of 2i in the exponent",
+                "the pair index i gives columns 2i and 2i + 1: the exponent is 2i/d.",
+            ),
+        ),
+    ),
+    Knob(
+        "functions",
+        (
+            ("sin first", "", ""),
+            ("swapped", "sin and cos swapped", "the even columns hold the sines, the odd ones the cosines."),
+        ),
+    ),
+    Knob(
+        "layout",
+        (
+            ("interleaved", "", ""),
+            (
+                "halves",
+                "all sines before all cosines",
+                "the columns alternate, sin in 0, 2, 4, ... and cos in 1, 3, 5, ...: interleave them.",
+            ),
+        ),
+    ),
+)
+
+
+def _pos_arange(position_ids, d_model, base=10000.0):
+    return _positions_variant(
+        {"positions": "counted", "base": "given", "exponent": "2i", "functions": "sin first", "layout": "interleaved"},
+        position_ids,
+        d_model,
+        base,
+    )
+
+
+def _pos_base_fixed(position_ids, d_model, base=10000.0):
+    position = position_ids.float()[..., None]  # (..., 1)
+    angle = position * 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)  # base not read
+    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(start_dim=-2)[..., :d_model]
+
+
+def _pos_two_dimensional_only(position_ids, d_model, base=10000.0):
+    position = position_ids.float()[:, None]  # (seq, 1) for 1-D ids; a batch gets an axis in the middle
+    angle = position * base ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    table = torch.zeros(position.shape[0], d_model)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return table
+
+
+def _pos_even_width_only(position_ids, d_model, base=10000.0):
+    angle = position_ids.float()[..., None] * base ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    table = torch.zeros(*position_ids.shape, d_model)
+    table[..., 0::2] = torch.sin(angle)
+    table[..., 1::2] = torch.cos(angle)  # one cosine column too many when d_model is odd
+    return table
+
+
+SINUSOIDAL_POSITIONS = Exercise(
+    name="sinusoidal_positions",
+    reference=sinusoidal_positions,
+    prompt="your function receives `position_ids`, an integer tensor of any shape (e.g. (seq,) or (batch, seq)) "
+    "holding each token's position, `d_model` (odd or even) and `base` (default 10000.0); it returns the float32 "
+    "tensor (*position_ids.shape, d_model) whose column 2i holds sin(pos · ω_i) and column 2i + 1 cos(pos · ω_i), "
+    "ω_i = base^(-2i/d_model), for each token's own pos. With an odd d_model the last column is a sine.",
+    start="one angle per position and per pair of columns, by broadcasting a trailing axis onto `position_ids`; "
+    "count how many sine and how many cosine columns the width has.",
+    make_cases=_positions_cases,
+    knobs=_POSITIONS_KNOBS,
+    variant=_positions_variant,
+    axes={"": ("position rows", "feature columns")},
+    atol=1e-4,
+    rtol=1e-4,
+    notebook="04",
+    mistakes=(
+        Mistake(
+            "the positions counted 0, 1, 2, ... instead of read from `position_ids`",
+            "each entry of `position_ids` is its token's position (a left-padded sentence starts later): compute "
+            "the angles from `position_ids` itself.",
+            _pos_arange,
+        ),
+        Mistake(
+            "the base fixed at 10000",
+            "use the `base` you are given: omega_i = base^(-2i/d_model).",
+            _pos_base_fixed,
+        ),
+        Mistake(
+            "the position axis taken as axis 0 (`[:, None]`)",
+            "`position_ids` may have a batch axis: add the new axis at the end, `position_ids[..., None]`, and "
+            "slice the columns with `[..., 0::2]`.",
+            _pos_two_dimensional_only,
+        ),
+        Mistake(
+            "a cosine column for every sine (even widths only)",
+            "with an odd d_model there is one sine column more than cosine columns: cut the last cosine off, "
+            "`angle[..., : d_model // 2]`.",
+            _pos_even_width_only,
         ),
     ),
 )

@@ -38,23 +38,30 @@ EXERCISES: dict[str, Exercise] = {
     for exercise in (
         attention.QKV_PROJECTION,
         attention.QKV_FROM_LINEAR,
+        attention.LINEAR_SCORES,
         attention.ATTENTION_SCORES,
         attention.SCALED_DOT_PRODUCT_ATTENTION,
+        attention.FLEXIBLE_ATTENTION,
         attention.STABLE_SOFTMAX,
         masks.PADDING_MASK,
         masks.CAUSAL_MASK,
         masks.MASKED_SOFTMAX,
         masks.KEY_PADDING_MASK,
+        masks.MASK_FROM_TORCH,
         positional.SINUSOIDAL_POSITION_ENCODING,
+        positional.SINUSOIDAL_POSITIONS,
         positional.ALIBI_BIAS,
         multihead.SPLIT_HEADS,
         multihead.MERGE_HEADS,
         multihead.SPLIT_FUSED_QKV,
         multihead.MULTI_HEAD_ATTENTION,
+        multihead.TORCH_MULTI_HEAD_ATTENTION,
         layernorm_ffn.LAYER_NORM,
         layernorm_ffn.FEED_FORWARD,
         layernorm_ffn.POST_LN_LAYER,
         layernorm_ffn.PRE_LN_LAYER,
+        layernorm_ffn.PARALLEL_LAYER,
+        layernorm_ffn.PRE_LN_STACK,
         bert.BERT_EMBEDDINGS,
         bert.MLM_HEAD,
         bert.HF_TO_OURS,
@@ -89,7 +96,8 @@ EXERCISES: dict[str, Exercise] = {
 
 # Exercises that no notebook asks for any more, kept checkable by name (a learner may have typed them):
 # a cell or a hint of notebook 09 answered them, or (08) the package functions that notebook imports, or (12)
-# a one-liner and a copy of LossScaler.update, or (11) a hint that gave the loop, a cell the construction.
+# a one-liner and a copy of LossScaler.update, or (11) a hint that gave the loop, a cell the construction,
+# or (01-06) a cell of the notebook that asked for them.
 RETIRED = frozenset(
     {
         "mlm_corrupt",
@@ -102,10 +110,23 @@ RETIRED = frozenset(
         "scaler_update",
         "window_spans",
         "local_global_mask",
+        "qkv_from_linear",
+        "scaled_dot_product_attention",
+        "key_padding_mask",
+        "sinusoidal_position_encoding",
+        "multi_head_attention",
+        "post_ln_layer",
+        "pre_ln_layer",
     }
 )
 # The exercises a reworked notebook asks for, in its order (its check cells name these).
 NOTEBOOK_ASKS = {
+    "01": ("linear_scores", "attention_scores"),
+    "02": ("flexible_attention", "stable_softmax"),
+    "03": ("masked_softmax", "mask_from_torch"),
+    "04": ("sinusoidal_positions", "alibi_bias"),
+    "05": ("split_fused_qkv", "torch_multi_head_attention"),
+    "06": ("parallel_layer", "pre_ln_stack"),
     "08": ("word_piece_targets", "value_weighted_norms"),
     "09": ("masked_only_accuracy", "lr_multiplier", "whole_word_mask"),
     "11": ("average_token_outputs", "merge_softmax_blocks", "longformer_mask"),
