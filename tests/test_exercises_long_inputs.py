@@ -3,10 +3,18 @@ realistic wrong answers nobody catalogued get a message that names what is wrong
 mask, which tokens of a merge are wrong), and the retired names still check (the generic checks of every
 exercise, the registry, verdicts, hints and solutions, are in test_exercises.py)."""
 
+import math
+import re
+from pathlib import Path
+
+import nbformat
 import pytest
 import torch
 
 from bertcourse.exercises import EXERCISES, check, registry
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "11_long_inputs.ipynb"
+SOLUTION = re.compile(r"<details>\s*<summary>Solution</summary>\s*```python\n(.*?)```\s*</details>", re.S)
 
 
 def spans_with_a_loop(n_tokens, window, stride):
@@ -269,3 +277,21 @@ def test_a_merge_that_returns_nan_for_an_empty_row_is_told_how_to_avoid_it():
     result = check("merge_softmax_blocks", naive)
     assert result.mistake == "NaN where a query sees no key in either block"
     assert "torch.where(new_max == -math.inf, 0.0, new_max)" in result.message
+
+
+def test_the_notebook_asks_for_them_in_order_unsolved_and_its_solutions_pass():
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    checks = [re.fullmatch(r'check\("(\w+)", (my_\w+)\)', c.source.strip()) for c in cells if c.cell_type == "code"]
+    asked = [m.group(1) for m in checks if m]
+    assert tuple(asked) == registry.NOTEBOOK_ASKS["11"]
+    for cell in cells:
+        if cell.cell_type == "code" and cell.source.startswith("check("):
+            (output,) = cell.outputs
+            assert output["data"]["text/plain"].startswith("⏳ Not attempted yet"), cell.source
+    solutions = [code for c in cells if c.cell_type == "markdown" for code in SOLUTION.findall(c.source)]
+    assert len(solutions) == len(asked)
+    for name, code in zip(asked, solutions, strict=True):
+        namespace = {"math": math, "torch": torch}
+        exec(code, namespace)
+        result = check(name, namespace[f"my_{name}"])
+        assert result.passed, (name, result.message)
