@@ -33,8 +33,9 @@ or a model that holds one as ``.bert``, such as ``BertForPreTraining``):
 
 The sentences these measurements run on are data here, not in the notebook: ``PROBE_SENTENCES``
 (50 sentences, many with repeated words), ``ABLATION_PAIRS`` (24 sentence pairs: paraphrases, pairs
-on one topic that say different things, unrelated pairs) and ``WORD_PIECE_SENTENCES`` (20 sentences
-full of words the vocabulary splits into pieces).
+on one topic that say different things, unrelated pairs), ``WORD_PIECE_SENTENCES`` (20 sentences full
+of words the vocabulary splits into pieces) and ``DETERMINER_PHRASES`` (20 determiners, each with its
+noun two or three tokens on).
 
 Everything is deterministic: no sampling, the model in ``eval()`` mode (these functions refuse a model
 in training mode, whose dropout would make every number random), and gradients off. The model is
@@ -152,6 +153,31 @@ ABLATION_PAIRS = (
     ("Please close the window.", "Tigers hunt mostly at night."),
     ("The coffee machine is broken again.", "Mountains are covered in snow in winter."),
     ("The exam starts at ten tomorrow.", "Bees make honey from flowers."),
+)
+
+# Determiners and their nouns with words between them ("the old man"), for a head of Clark et al.'s kind: each
+# entry is (sentence, ((determiner, noun), ...)), token positions with [CLS] at 0. The noun is never the next token.
+DETERMINER_PHRASES = (
+    ("The old man walked slowly home.", ((1, 3),)),
+    ("A red car passed the bus.", ((1, 3),)),
+    ("She wore a long blue coat.", ((3, 6),)),
+    ("The tall tree fell in the storm.", ((1, 3),)),
+    ("We found a small wooden box.", ((3, 6),)),
+    ("The young doctor smiled.", ((1, 3),)),
+    ("He read an interesting old book.", ((3, 6),)),
+    ("A strong cold wind blew all night.", ((1, 4),)),
+    ("The hungry cat ate the fish.", ((1, 3),)),
+    ("They bought a big house.", ((3, 5),)),
+    ("The little girl laughed.", ((1, 3),)),
+    ("A loud noise woke the baby.", ((1, 3),)),
+    ("The new teacher arrived early.", ((1, 3),)),
+    ("I saw a beautiful white horse.", ((3, 6),)),
+    ("The empty room was quiet.", ((1, 3),)),
+    ("An angry dog barked at us.", ((1, 3),)),
+    ("The brave soldier returned.", ((1, 3),)),
+    ("She has a very kind heart.", ((3, 6),)),
+    ("The dark clouds gathered.", ((1, 3),)),
+    ("A famous singer came to town.", ((1, 3),)),
 )
 
 # Sentences full of words the WordPiece vocabulary splits ("catalogue ##d", "un ##bel ##ie ##va ##bly").

@@ -635,3 +635,13 @@ def test_the_packages_sentences_are_readable_and_distinct(minilm):
         inside.sentence_tokens(model, tok, text)
     pieces = sum(token.startswith("##") for text in inside.WORD_PIECE_SENTENCES for token in tok.tokenize(text))
     assert pieces >= 40  # full of split words
+
+
+def test_determiner_phrases_point_at_a_determiner_and_its_noun_further_on(minilm):
+    _, tok = minilm
+    assert len(inside.DETERMINER_PHRASES) == 20
+    for text, links in inside.DETERMINER_PHRASES:
+        tokens = tok.tokenize(text)  # [CLS] first, at position 0
+        for determiner, noun in links:
+            assert tokens[determiner] in {"the", "a", "an"}, (text, tokens[determiner])
+            assert noun - determiner >= 2 and tokens[noun].isalpha(), (text, tokens[noun])
