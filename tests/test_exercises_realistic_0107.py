@@ -497,6 +497,71 @@ WRONG["pre_ln_stack"] = [
 RIGHT["pre_ln_stack"] = [_stack_right_pieces, _stack_right_reduce]
 
 
+def _post(first_eps=None, second_from="h", attention_reads="x", affine=True):
+    def forward(x, attention, feed_forward, w1, b1, w2, b2, eps=1e-12):
+        if not affine:
+            w1 = b1 = w2 = b2 = None
+        reads = _ln(x, w1, b1, eps) if attention_reads == "normalised" else x
+        h = _ln(x + attention(reads), w1, b1, eps if first_eps is None else first_eps)
+        return _ln((h if second_from == "h" else x) + feed_forward(h), w2, b2, eps)
+
+    return forward
+
+
+WRONG["post_ln_layer"] = [
+    ("first LayerNorm at PyTorch's eps", _post(first_eps=1e-5), r"default eps in the first LayerNorm"),
+    ("second residual from x", _post(second_from="x"), r"residual taken from x"),
+    ("attention fed LN1(x)", _post(attention_reads="normalised"), r"attention fed LN1\(x\)"),
+    ("no gamma and beta", _post(affine=False), r"without their gamma and beta"),
+    (
+        "normalised before adding",
+        lambda x, a, f, w1, b1, w2, b2, eps=1e-12: (lambda h: h + _ln(f(h), w2, b2, eps))(x + _ln(a(x), w1, b1, eps)),
+        r"normalised before the residual",
+    ),
+    ("parallel", lambda x, a, f, w1, b1, w2, b2, eps=1e-12: _ln(x + a(x) + f(x), w2, b2, eps), r"side by side"),
+]
+
+
+def _pre(first_norm=True, second_norm=True, ffn_reads="h", eps_of=None):
+    def forward(x, attention, feed_forward, w1, b1, w2, b2, eps=1e-12):
+        eps = eps if eps_of is None else eps_of
+        h = x + attention(_ln(x, w1, b1, eps) if first_norm else x)
+        source = h if ffn_reads == "h" else x
+        return h + feed_forward(_ln(source, w2, b2, eps) if second_norm else source)
+
+    return forward
+
+
+WRONG["pre_ln_layer"] = [
+    ("attention without LN1", _pre(first_norm=False), r"attention fed x without LN1"),
+    ("feed-forward without LN2", _pre(second_norm=False), r"fed h without LN2"),
+    ("feed-forward reads LN2(x)", _pre(ffn_reads="x"), r"fed the layer's input"),
+    ("PyTorch's eps", _pre(eps_of=1e-5), r"default eps"),
+]
+
+
+def _mlm(activation=F.gelu, norm_first=False, bias=True, eps_of=None, transpose=True):
+    def forward(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+        eps = eps if eps_of is None else eps_of
+        h = hidden @ (dense_weight.T if transpose else dense_weight) + dense_bias
+        h = activation(_ln(h, ln_weight, ln_bias, eps)) if norm_first else _ln(activation(h), ln_weight, ln_bias, eps)
+        return h @ word_embeddings.T + (decoder_bias if bias else 0)
+
+    return forward
+
+
+WRONG["mlm_head"] = [
+    ("GELU's tanh form", _mlm(activation=lambda t: F.gelu(t, approximate="tanh")), r"tanh approximation"),
+    ("LayerNorm first, no decoder bias", _mlm(norm_first=True, bias=False), r"LayerNorm before the GELU"),
+    ("eps not passed", _mlm(eps_of=1e-12), r"`eps` not passed on"),
+    ("ReLU", _mlm(activation=torch.relu), r"ReLU"),
+    ("dense not transposed, no bias", _mlm(transpose=False, bias=False), r"dense weight not transposed"),
+]
+RIGHT["mlm_head"] = [
+    lambda h, dw, db, lw, lb, we, dbias, eps=1e-12: F.linear(_ln(F.gelu(F.linear(h, dw, db)), lw, lb, eps), we, dbias)
+]
+
+
 # --- 07 count_parameters, hf_to_ours, bert_embeddings -------------------------------------------
 
 

@@ -413,12 +413,17 @@ COUNT_PARAMETERS = Exercise(
 def _mlm_cases(g):
     return [
         Case("batch of 2, 3 tokens, hidden 8, vocabulary 11", _mlm_args(g, (2, 3), 8, 11, eps=1e-12), ("batched",)),
-        Case("one sentence of 4 tokens, hidden 6, vocabulary 9", _mlm_args(g, (4,), 6, 9, eps=1e-12), ("unbatched",)),
-        Case("a large eps = 0.5, hidden 4, vocabulary 5", _mlm_args(g, (2, 2), 4, 5, eps=0.5), ("batched",)),
+        Case("the same sizes, one sentence of 3 tokens", _mlm_args(g, (3,), 8, 11, eps=1e-12), ("unbatched",)),
+        Case("the same sizes, a large eps = 0.5", _mlm_args(g, (2, 3), 8, 11, eps=0.5), ("batched",)),
         Case(
-            "eps left out, so it is BERT's 1e-12: tiny dense weights (about 0.001)",
-            _mlm_args(g, (2, 3), 4, 7, eps=None, dense_scale=0.001),
+            "the same sizes, eps left out, so it is BERT's 1e-12: tiny dense weights (about 0.001)",
+            _mlm_args(g, (2, 3), 8, 11, eps=None, dense_scale=0.001),
             ("batched", "defaults"),
+        ),
+        Case(
+            "the same sizes, tiny dense weights (about 0.001) and eps 1e-12 given",
+            _mlm_args(g, (2, 3), 8, 11, eps=1e-12, dense_scale=0.001),
+            ("batched",),
         ),
     ]
 
@@ -497,7 +502,7 @@ def _mlm_variant(
     }[settings["activation"]]
     dense = hidden @ (dense_weight.T if settings["dense"] == "W.T" else dense_weight) + dense_bias
     gamma, beta = (ln_bias, ln_weight) if settings["norm"] == "swapped" else (ln_weight, ln_bias)
-    eps = 1e-5 if settings["eps"] == "default" else eps
+    eps = {"given": eps, "default": 1e-5, "ignored": 1e-12}[settings["eps"]]
     if settings["norm"] == "none":
         h = activation(dense)
     elif settings["order"] == "norm first":
@@ -541,7 +546,14 @@ _MLM_KNOBS = (
             ("log_softmax", "log-probabilities instead of logits", "return the logits: the loss adds the log-softmax."),
         ),
     ),
-    Knob("eps", (("given", "", ""), ("default", "PyTorch's default eps", "pass `eps` on to the LayerNorm."))),
+    Knob(
+        "eps",
+        (
+            ("given", "", ""),
+            ("default", "PyTorch's default eps", "pass `eps` on to the LayerNorm."),
+            ("ignored", "`eps` not passed on", "pass the `eps` you are given on to the LayerNorm."),
+        ),
+    ),
 )
 
 

@@ -414,6 +414,8 @@ def _layer_args(g, batch, seq, d_model, heads, eps, lengths=None, scale=1.0):
 
 
 def _ln(x, weight, bias, eps):
+    if weight is None:  # a LayerNorm without its gamma and beta, as a slip writes it
+        return F.layer_norm(x, x.shape[-1:], eps=eps)
     return layer_norm(x, weight, bias, eps)
 
 
@@ -464,27 +466,39 @@ def _post_default_eps(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weig
 
 def _layer_variant(settings, x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
     """An encoder layer from its pieces with its arrangement chosen by ``settings``."""
-    eps = {"given": eps, "default": 1e-5, "ignored": 1e-12}[settings["eps"]]
+    given = eps
+    eps = {"given": given, "default": 1e-5, "ignored": 1e-12, "first default": given, "second default": given}[
+        settings["eps"]
+    ]
+    eps1 = 1e-5 if settings["eps"] == "first default" else eps
+    eps2 = 1e-5 if settings["eps"] == "second default" else eps
     norms = {
         "1, 2": ((ln1_weight, ln1_bias), (ln2_weight, ln2_bias)),
         "2, 1": ((ln2_weight, ln2_bias), (ln1_weight, ln1_bias)),
         "1, 1": ((ln1_weight, ln1_bias), (ln1_weight, ln1_bias)),
     }[settings["norms"]]
+    if not settings["affine"]:
+        norms = ((None, None), (None, None))
     first, second = (attention, feed_forward) if settings["order"] == "attention first" else (feed_forward, attention)
     keep_first, keep_second = {"both": (1, 1), "none": (0, 0), "first": (1, 0), "second": (0, 1)}[settings["residuals"]]
     if settings["layout"] == "parallel":
         return _ln(x + first(x) + second(x), *norms[1], eps)
     if settings["layout"] == "post":
-        h = _ln(keep_first * x + first(x), *norms[0], eps)
+        reads = _ln(x, *norms[0], eps1) if settings["sub-layers read"] == "normalised" else x
+        h = _ln(keep_first * x + first(reads), *norms[0], eps1)
         source = h if settings["second reads"] == "h" else x
-        out = keep_second * h + second(source)
-        return _ln(out, *norms[1], eps) if settings["last norm"] else out
-    h = keep_first * x + first(_ln(x, *norms[0], eps))
+        added = h if settings["second residual"] == "h" else x
+        out = keep_second * added + second(source)
+        return _ln(out, *norms[1], eps2) if settings["last norm"] else out
+    first_in = x if settings["sub-layers read"] == "no first norm" else _ln(x, *norms[0], eps1)
+    h = keep_first * x + first(first_in)
     source = h if settings["second reads"] == "h" else x
-    out = keep_second * h + second(_ln(source, *norms[1], eps))
+    added = h if settings["second residual"] == "h" else x
+    second_in = source if settings["sub-layers read"] == "no second norm" else _ln(source, *norms[1], eps2)
+    out = keep_second * added + second(second_in)
     if settings["last norm"] == "plain":
-        return F.layer_norm(out, out.shape[-1:], eps=eps)
-    return _ln(out, *norms[1], eps) if settings["last norm"] else out
+        return F.layer_norm(out, out.shape[-1:], eps=eps2)
+    return _ln(out, *norms[1], eps2) if settings["last norm"] else out
 
 
 def _layer_knobs(layout: str) -> tuple[Knob, ...]:
@@ -500,6 +514,22 @@ def _layer_knobs(layout: str) -> tuple[Knob, ...]:
         else (
             (True, "the output normalised too", "a Pre-LN layer ends with the residual addition."),
             ("plain", "a LayerNorm without parameters at the end", "a Pre-LN layer ends with the residual addition."),
+        )
+    )
+    reads = (
+        (
+            ("x", "", ""),
+            (
+                "normalised",
+                "the attention fed LN1(x)",
+                "in Post-LN the attention reads x as it is; LN1 comes after the addition, `LN1(x + attention(x))`.",
+            ),
+        )
+        if layout == "post"
+        else (
+            ("both norms", "", ""),
+            ("no first norm", "the attention fed x without LN1", "the attention reads `LN1(x)`."),
+            ("no second norm", "the feed-forward block fed h without LN2", "the feed-forward block reads `LN2(h)`."),
         )
     )
     parallel = (
@@ -538,6 +568,29 @@ def _layer_knobs(layout: str) -> tuple[Knob, ...]:
             ),
         ),
         Knob(
+            "second residual",
+            (
+                ("h", "", ""),
+                (
+                    "x",
+                    "the feed-forward block's residual taken from x",
+                    "the feed-forward block's output is added to h, the stream after the attention, not to x.",
+                ),
+            ),
+        ),
+        Knob("sub-layers read", reads),
+        Knob(
+            "affine",
+            (
+                (True, "", ""),
+                (
+                    False,
+                    "LayerNorms without their gamma and beta",
+                    "apply each LayerNorm's gamma and beta: `bc.layer_norm(h, ln1_weight, ln1_bias, eps)`.",
+                ),
+            ),
+        ),
+        Knob(
             "order",
             (
                 ("attention first", "", ""),
@@ -551,6 +604,8 @@ def _layer_knobs(layout: str) -> tuple[Knob, ...]:
                 ("given", "", ""),
                 ("default", "PyTorch's default eps", "pass `eps` on to every LayerNorm (1e-5 is PyTorch's default)."),
                 ("ignored", "`eps` not passed on", "pass the `eps` you are given on to every LayerNorm."),
+                ("first default", "PyTorch's default eps in the first LayerNorm", "pass `eps` on to LN1 too."),
+                ("second default", "PyTorch's default eps in the second LayerNorm", "pass `eps` on to LN2 too."),
             ),
         ),
     )
