@@ -207,9 +207,15 @@ def test_a_notimplementederror_from_pytorch_is_an_attempt_not_the_skeleton():
 
 
 def test_a_mask_of_the_right_dtype_is_not_matched_to_a_mistake_whose_dtype_is_the_mistake():
-    result = check("key_padding_mask", lambda m: (1 - m).bool())  # bool, right where `1 - m` runs
-    assert result.mistake is None and "stays" not in result.message, result.message
-    assert "Subtraction, the `-` operator, with a bool tensor is not supported" in result.message
+    result = check("key_padding_mask", lambda m: (1 - m).bool())  # bool, right wherever `1 - m` runs
+    assert "stays" not in result.message and "long" not in (result.mistake or ""), result.message
+    exercise = EXERCISES["key_padding_mask"]
+    case = exercise.cases()[0]
+    right = torch.tensor([[False, True]])
+    left_long = right.long()  # what a mistake that keeps the integers gives
+    assert not engine._same_item(exercise, case, right, left_long, right)  # a bool answer is not that mistake
+    assert engine._same_item(exercise, case, left_long.clone(), left_long, right)  # a long one is
+    assert engine._same_item(exercise, case, right.float(), right, right)  # the values alone, when dtype is no slip
 
 
 # --- tolerances from the arithmetic ---------------------------------------------------------------
@@ -226,6 +232,16 @@ def test_a_softmax_through_logsumexp_is_within_float32_rounding_of_large_scores(
     off = float((mine - expected[large]).abs().max())
     assert 1e-6 < off < diagnosis.input_scale(cases[large]) * torch.finfo(torch.float32).eps  # beyond atol 1e-6
     assert check("stable_softmax", softmax_through_logsumexp).status == "correct"
+
+
+def test_the_inputs_rounding_widens_a_tolerance_only_so_far():
+    exercise = EXERCISES["layer_norm"]
+    small = diagnosis.Case("about 1", (torch.ones(4),))
+    large = diagnosis.Case("about 1000", (torch.full((4,), 1000.0),))
+    huge = diagnosis.Case("float16 near -20000: known only to 16", (torch.full((4,), -20000.0).half(),))
+    assert diagnosis.tolerance(exercise, torch.float32, small) == (exercise.atol, exercise.rtol)
+    assert diagnosis.tolerance(exercise, torch.float32, large)[0] == pytest.approx(1000 * 2**-23)
+    assert diagnosis.tolerance(exercise, torch.float16, huge)[0] == 2e-3  # float16's own, not 20000 x its eps
 
 
 def test_close_but_outside_the_tolerance_says_so_with_the_numbers():

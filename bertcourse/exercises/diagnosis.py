@@ -293,17 +293,25 @@ def tolerance(exercise, dtype: torch.dtype, case: Case | None = None) -> tuple[f
     An input of size |s| is only known to |s|·ε (ε the dtype's spacing at 1): a softmax over scores near
     1000 computed through ``logsumexp`` is 1e-5 off in float32, within 1000·ε ≈ 1.2e-4. So the absolute
     tolerance is at least ε times the case's typical largest input (the 90th percentile of the magnitudes
-    of its finite inputs, so that a lone fill value such as -1e9 does not count).
+    of the finite entries of its tensors, so that a lone fill value such as -1e9 does not count), up to
+    ``_MOST_ROUNDING``.
     """
     widest = {torch.float16: 2e-3, torch.bfloat16: 2e-2}.get(dtype, 0.0)
     atol, rtol = max(exercise.atol, widest), max(exercise.rtol, widest)
     if case is not None and dtype.is_floating_point:
-        atol = max(atol, input_scale(case) * torch.finfo(dtype).eps)
+        atol = max(atol, min(input_scale(case) * torch.finfo(dtype).eps, _MOST_ROUNDING))
     return atol, rtol
 
 
+# The widest the rounding of the inputs widens a tolerance: past it (float16 scores near -20000 are only
+# known to 16), the inputs' rounding would excuse any answer, and the reference's exact one is the target.
+_MOST_ROUNDING = 1e-3
+
+
 def input_scale(case: Case) -> float:
-    """The typical largest magnitude among the case's floating-point inputs (0 when there are none)."""
+    """The typical largest magnitude among the case's floating-point tensors (0 when there are none).
+
+    Python numbers (an eps, a scale) are settings, not data whose rounding the output carries."""
     found = _SCALES.get(id(case))
     if found is not None and found[0] is case:
         return found[1]
@@ -323,8 +331,6 @@ def _floats(value):
     if isinstance(value, torch.Tensor):
         if value.dtype.is_floating_point and value.layout == torch.strided and value.device.type != "meta":
             yield value.detach()
-    elif isinstance(value, float) and math.isfinite(value):
-        yield torch.tensor([value], dtype=torch.float64)
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from _floats(item)
@@ -350,7 +356,9 @@ def same_value(exercise, value, other, case: Case | None = None) -> bool:
             return False
         if math.isnan(other) or math.isnan(value):
             return math.isnan(other) and math.isnan(value)
-        atol = exercise.atol if case is None else max(exercise.atol, input_scale(case) * torch.finfo(torch.float32).eps)
+        atol = exercise.atol
+        if case is not None:
+            atol = max(atol, min(input_scale(case) * torch.finfo(torch.float32).eps, _MOST_ROUNDING))
         return math.isclose(float(value), other, rel_tol=exercise.rtol, abs_tol=atol)
     return is_int(value) and int(value) == other
 
