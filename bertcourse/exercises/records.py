@@ -66,7 +66,10 @@ class Case:
 
     ``tags`` say what kind of case it is, so that a message can say which kind fails: "batched",
     "unbatched", "masked", "no mask", "fully masked row", "float16", "bfloat16", "square",
-    "non-square", "defaults" (an optional argument left out).
+    "non-square", "defaults" (an optional argument left out), or any other word. A message names a
+    kind only when some pair of cases differs in that property alone (``diagnosis.varied_alone``: the
+    same arguments with the default written out, the mask left out, the inputs cast, one item of
+    the batch, other sizes; for another tag, one argument changed), so build cases in such pairs.
     """
 
     label: str
