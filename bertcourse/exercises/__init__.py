@@ -67,12 +67,12 @@ The catalogue, one module per part of the course. Each exercise there comes as i
 mistakes (each the wrong code a learner writes, kept as small as possible) and the ``Exercise``
 that ties them to its package function:
 
-attention      01-02: qkv_projection, qkv_from_linear, attention_scores, scaled_dot_product_attention,
-               stable_softmax
-masks          03: padding_mask, causal_mask, masked_softmax, key_padding_mask
-positional     04: sinusoidal_position_encoding, alibi_bias
-multihead      05: split_heads, merge_heads, split_fused_qkv, multi_head_attention
-layernorm_ffn  06: layer_norm, feed_forward, post_ln_layer, pre_ln_layer
+attention      01-02: qkv_projection, qkv_from_linear, linear_scores, attention_scores,
+               scaled_dot_product_attention, flexible_attention, stable_softmax
+masks          03: padding_mask, causal_mask, masked_softmax, key_padding_mask, mask_from_torch
+positional     04: sinusoidal_position_encoding, sinusoidal_positions, alibi_bias
+multihead      05: split_heads, merge_heads, split_fused_qkv, multi_head_attention, torch_multi_head_attention
+layernorm_ffn  06: layer_norm, feed_forward, post_ln_layer, pre_ln_layer, parallel_layer, pre_ln_stack
 bert           07: bert_embeddings, mlm_head, hf_to_ours, count_parameters
 inside, pretraining, fine_tuning, long_inputs, precision   08-12, the later parts
 """
