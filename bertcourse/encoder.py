@@ -16,7 +16,9 @@ probability and ``dropout`` always an ``nn.Dropout``.
 
 ``post_ln_layer`` and ``pre_ln_layer`` write the two layouts as functions of their pieces (the
 attention and the feed-forward block as functions, the LayerNorms' parameters), for reading and
-for the exercises of notebook 06.
+for the exercises of notebook 06; so do ``parallel_layer`` (GPT-J's and PaLM's third layout: both
+sub-layers read one normalised copy) and ``pre_ln_stack`` (Pre-LN layers and the final LayerNorm
+that such a stack needs, since nothing inside it normalises the residual stream).
 
 The constructors check their settings; ``forward`` trusts its caller (``BertModel`` checks its
 input once, at its border) and runs the sub-layers, which check only their input's metadata.

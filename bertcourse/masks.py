@@ -4,7 +4,8 @@ One convention everywhere in this package: a mask is a **boolean** tensor and
 ``True`` means "may attend". This is the convention of
 ``torch.nn.functional.scaled_dot_product_attention`` and, as 1/0, of Hugging Face's
 ``attention_mask``. PyTorch's ``nn.MultiheadAttention(key_padding_mask=...)`` uses the
-opposite (True = ignore); convert at that border with ``~mask``.
+opposite (True = ignore); convert at that border with ``~mask``, and read its ``attn_mask`` (a bool
+True = blocked, or a float mask added to the scores) with ``mask_from_torch``.
 
 Masked scores are filled with ``torch.finfo(dtype).min`` rather than ``-1e9``:
 ``-1e9`` does not fit in fp16 (its range ends at -65504) and ``masked_fill`` raises.
