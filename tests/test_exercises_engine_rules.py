@@ -395,3 +395,18 @@ def test_the_solution_shows_every_private_function_of_its_module_that_it_calls(n
 def test_the_masked_softmax_solution_shows_how_fully_masked_rows_are_zeroed():
     text = solution("masked_softmax").text
     assert "def _masked_softmax(" in text and "def _zero_fully_masked_rows(" in text
+
+
+def test_an_input_that_holds_nan_and_is_left_alone_is_unchanged():
+    from bertcourse.exercises.sandbox import _same_input
+
+    before = torch.tensor([1.0, float("nan"), float("inf")])
+    assert _same_input(before, before.clone())
+    changed = before.clone()
+    changed[0] = 2.0
+    assert not _same_input(before, changed)
+    filled = before.clone().nan_to_num_(0.0)  # a learner who overwrote the NaN in place
+    assert not _same_input(before, filled)
+    assert _same_input(torch.tensor([1, 2]), torch.tensor([1, 2])) and not _same_input(
+        torch.tensor([1, 2]), torch.tensor([1.0, 2.0])
+    )

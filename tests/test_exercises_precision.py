@@ -250,3 +250,24 @@ def test_notebook_12_asks_for_them_unsolved_and_its_collapsed_solutions_pass():
         exec(solution, namespace)
         result = check(name, namespace[function])
         assert result.passed, (name, result.message)
+
+
+def test_a_scaler_update_that_catches_inf_but_not_nan_is_named():
+    def inf_only(scaled_gradients, scale, good_steps, growth_interval):
+        unscaled = scaled_gradients / scale
+        if torch.isinf(unscaled).any():
+            return unscaled, torch.tensor(scale / 2, dtype=torch.float32), torch.tensor(0)
+        if good_steps + 1 == growth_interval:
+            return unscaled, torch.tensor(scale * 2.0, dtype=torch.float32), torch.tensor(0)
+        return unscaled, torch.tensor(float(scale), dtype=torch.float32), torch.tensor(good_steps + 1)
+
+    def nan_or_inf(scaled_gradients, scale, good_steps, growth_interval):
+        unscaled = scaled_gradients / scale
+        if bool(torch.isnan(unscaled).any() | torch.isinf(unscaled).any()):
+            return unscaled, torch.tensor(scale / 2, dtype=torch.float32), torch.tensor(0)
+        if good_steps + 1 == growth_interval:
+            return unscaled, torch.tensor(scale * 2.0, dtype=torch.float32), torch.tensor(0)
+        return unscaled, torch.tensor(float(scale), dtype=torch.float32), torch.tensor(good_steps + 1)
+
+    assert "an inf caught, a NaN not" in check("scaler_update", inf_only).message
+    assert check("scaler_update", nan_or_inf).status == "correct"

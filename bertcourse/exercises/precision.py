@@ -335,12 +335,15 @@ AVERAGE_GRADIENTS = Exercise(
 def _scaler_cases(g):
     overflow = _randn(g, 6) * 1024
     overflow[2] = float("inf")
+    undefined = _randn(g, 6) * 1024
+    undefined[4] = float("nan")  # inf - inf in the backward pass: no inf anywhere, and still no step
     return [
         Case("finite gradients, scale 1024, 0 good steps of 3", (_randn(g, 6) * 1024, 1024.0, 0, 3)),
         Case(
             "finite gradients, the third good step in a row of 3: the scale doubles", (_randn(g, 5) * 256, 256.0, 2, 3)
         ),
         Case("an inf among the gradients: the step is skipped and the scale halves", (overflow, 65536.0, 1, 3)),
+        Case("a NaN among the gradients, no inf: the step is skipped and the scale halves", (undefined, 65536.0, 1, 3)),
         Case("finite gradients of shape (2, 3), scale 8, growth every 2 steps", (_randn(g, 2, 3) * 8, 8.0, 0, 2)),
     ]
 
@@ -355,6 +358,15 @@ def _scaler_no_backoff(scaled_gradients, scale, good_steps, growth_interval):
     if not torch.isfinite(unscaled).all():
         new_scale = torch.tensor(float(scale))
     return unscaled, new_scale, new_good
+
+
+def _scaler_inf_only(scaled_gradients, scale, good_steps, growth_interval):
+    unscaled = scaled_gradients / scale
+    if torch.isinf(unscaled).any():  # a NaN is neither inf nor caught
+        return unscaled, torch.tensor(scale * 0.5), torch.tensor(0)
+    if good_steps + 1 == growth_interval:
+        return unscaled, torch.tensor(scale * 2.0), torch.tensor(0)
+    return unscaled, torch.tensor(float(scale)), torch.tensor(good_steps + 1)
 
 
 def _scaler_grows_every_step(scaled_gradients, scale, good_steps, growth_interval):
@@ -393,6 +405,12 @@ SCALER_UPDATE = Exercise(
             "no back-off after an overflow",
             "an inf or NaN means the scale is too large: halve it (scale * 0.5), or the next step overflows again.",
             _scaler_no_backoff,
+        ),
+        Mistake(
+            "an inf caught, a NaN not",
+            "a NaN (from inf - inf or 0 * inf in the backward pass) is an overflow too: test with "
+            "`torch.isfinite(...).all()`, which is False for inf and NaN alike, not with `isinf`.",
+            _scaler_inf_only,
         ),
         Mistake(
             "the scale doubled after every good step",

@@ -294,13 +294,25 @@ def plain(value):
     return value
 
 
+def _equal_with_nan(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """``torch.equal``, but a NaN left where it was counts as unchanged (NaN never equals itself)."""
+    if before.is_floating_point() or before.is_complex():
+        return bool(torch.equal(before.isnan(), after.isnan()) and torch.equal(before.nan_to_num(), after.nan_to_num()))
+    return torch.equal(before, after)
+
+
 def _same_input(before, after) -> bool:
     try:
         if callable(before):
             return True  # a function the case passes in (a sub-layer, say): its copy never compares equal
         if isinstance(before, torch.Tensor):
             after = plain(after)
-            return isinstance(after, torch.Tensor) and before.shape == after.shape and torch.equal(before, after)
+            return (
+                isinstance(after, torch.Tensor)
+                and before.shape == after.shape
+                and before.dtype == after.dtype
+                and _equal_with_nan(before, after)
+            )
         if isinstance(before, (list, tuple)):  # a list of tensors (one map per layer, say): element by element
             return (
                 isinstance(after, (list, tuple))
