@@ -359,7 +359,7 @@ def _positions_cases(g):
         Case("positions 0 ... 5, an odd width: d_model 7", (counted, 7, 10000.0), ("odd",)),
         Case("positions 0 ... 5, d_model 8, base 100", (counted, 8, 100.0), ()),
         Case(
-            "positions that do not start at 0 (a sentence after 4 left pads): 0, 0, 0, 0, 0, 1",
+            "the positions of a sentence after 4 left pads: 0, 0, 0, 0, 0, 1 (the pads repeat 0)",
             (torch.tensor([0, 0, 0, 0, 0, 1]), 8, 10000.0),
             (),
         ),
