@@ -38,6 +38,24 @@ def test_training_step_reports_its_ratio(capsys):
     assert line.endswith(f"ratio={result['ratio']:.2f}")
 
 
+def test_the_compiled_pretraining_step_is_timed_with_its_compiling_step(capsys, monkeypatch):
+    compiled, real_compile = [], torch.compile
+
+    def quick_compile(model):  # Inductor takes minutes on the tiny BERT: the bookkeeping is what is tested here
+        compiled.append(model)
+        return real_compile(model, backend="eager")
+
+    monkeypatch.setattr(torch, "compile", quick_compile)
+    arguments = ["--only", "pretraining", "--pretraining-batch", "2", "--pretraining-seq", "8", "--repeats", "1"]
+    step, with_compile = bench.main([*arguments, "--pretraining-compile"])["pretraining"]
+    assert step["setting"] == "pretraining step" and with_compile["setting"] == "pretraining step, torch.compile"
+    assert with_compile["compile_s"] > 0 and with_compile["ours_ms"] > 0 and with_compile["theirs_ms"] > 0
+    assert len(compiled) == 1
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert "torch.compile" in line and "the first step (compiling) took" in line
+    assert len(bench.main(arguments)["pretraining"]) == 1  # off by default
+
+
 def test_bad_arguments_are_refused(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--repeats", "0"])
