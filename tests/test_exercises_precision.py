@@ -214,6 +214,26 @@ def test_safe_loss_scale_is_what_a_dynamic_scaler_settles_below():
     assert not torch.isfinite((gradients.double() * scale * 2).half()).all()
 
 
+def test_casting_to_fp16_before_scaling_is_named():
+    """The notebook's solution with the cast moved before the scale: right whenever the largest gradient is
+    large, wrong on a largest gradient of 1e-3 (1e-9 is 0 in fp16 already) and on 100,000 (inf already)."""
+
+    def cast_then_scale(gradients):
+        halves = gradients.half()
+        k = 40
+        while k > -24 and torch.isinf(halves.abs().max() * 2.0**k):
+            k -= 1
+        nonzero = gradients != 0
+        flushed = ((halves * 2.0**k) == 0) & nonzero
+        return 2.0**k, float(flushed.sum()) / int(nonzero.sum()) if bool(nonzero.any()) else 0.0
+
+    assert cast_then_scale(torch.tensor([1e-3, 1e-9, 2e-9, 5e-4])) == (2.0**25, 0.5)
+    assert precision.safe_loss_scale(torch.tensor([1e-3, 1e-9, 2e-9, 5e-4])) == (2.0**25, 0.0)
+    assert precision.safe_loss_scale(torch.tensor([1e5, 1.0])) == (0.5, 0.0)
+    result = check("safe_loss_scale", cast_then_scale)
+    assert result.status == "wrong" and result.mistake == "the gradients cast to fp16 before they are scaled"
+
+
 def test_bad_input_is_explained():
     with pytest.raises(TypeError, match=r"`replica_gradients` must hold floating-point numbers"):
         precision.average_gradients(torch.ones(2, 3, dtype=torch.long))

@@ -145,6 +145,8 @@ def _safe_cases(g):
         Case("a gradient of 65,510, which fp16 stores as 65,504", (near_limit,)),
         Case("gradients of 0.75 x 2^-24, -0.6 x 2^-24 and 2^-26 beside a 40,000", (round_up,)),
         Case("a gradient matrix (3, 4) of large values", (_randn(g, 3, 4) * 300,)),
+        Case("a largest gradient of 1e-3 beside gradients of 1e-9 and 2e-9", (torch.tensor([1e-3, 1e-9, 2e-9, 5e-4]),)),
+        Case("a gradient of 100,000, inf in fp16 before any scale", (torch.tensor([1e5, 1.0]),)),
     ]
 
 
@@ -170,6 +172,16 @@ def _safe_smallest_gradient(gradients):
 def _safe_one_too_high(gradients):
     scale, _ = safe_loss_scale(gradients)
     return _with_scale(gradients, scale * 2)
+
+
+def _safe_cast_before_scaling(gradients):
+    halves = gradients.half()  # (...) fp16 first: 1e-9 is 0 and 1e5 is inf before any scale
+    k = 40
+    while k > -24 and bool(torch.isinf(halves.abs().max() * 2.0**k)):
+        k -= 1
+    nonzero = gradients != 0
+    flushed = ((halves * 2.0**k) == 0) & nonzero
+    return 2.0**k, float(flushed.sum()) / max(int(nonzero.sum()), 1)
 
 
 def _safe_exponent_returned(gradients):
@@ -257,6 +269,12 @@ SAFE_LOSS_SCALE = Exercise(
             "a scale twice too large (the exponent rounded up)",
             "at that scale the largest gradient overflows: round the exponent down.",
             _safe_one_too_high,
+        ),
+        Mistake(
+            "the gradients cast to fp16 before they are scaled",
+            "a gradient of 1e-9 is 0 in fp16 and one of 100,000 is inf, before any scale can save them: scale in "
+            "fp32 (or float64) first, then store the product with `.half()`.",
+            _safe_cast_before_scaling,
         ),
         Mistake(
             "the exponent k returned instead of the scale 2^k",
