@@ -97,6 +97,26 @@ def test_moving_the_scale_trades_underflow_for_overflow(gradients):
     assert explorer.drawn["fates"]["overflow"] == 0 and explorer.drawn["title"].startswith("bf16 at loss scale 2^40")
 
 
+def test_one_overflow_skips_the_whole_step_and_the_title_says_so(gradients):
+    explorer = LossScaleExplorer(gradients)
+    assert explorer.drawn["skipped"] is False and explorer.drawn["title"].endswith("step skipped: no")
+    one_inf = gradients.clone()
+    one_inf[0] = 1e4  # a single gradient that overflows at 2^3
+    explorer = LossScaleExplorer(one_inf, scale_exponent=3)
+    assert 0 < explorer.drawn["fates"]["overflow"] < 0.01
+    assert explorer.drawn["skipped"] is True and explorer.drawn["title"].endswith("step skipped: yes")
+    explorer.precision.value = "bf16"
+    assert explorer.drawn["skipped"] is False
+
+
+def test_the_flush_line_names_its_power_of_two(gradients):
+    explorer = LossScaleExplorer(gradients)
+    labels = [text.get_text() for text in explorer.drawn["figure"].axes[0].texts]
+    assert "0 at or below 2^-25" in labels
+    explorer.precision.value = "bf16"
+    assert "0 at or below 2^-134" in [text.get_text() for text in explorer.drawn["figure"].axes[0].texts]
+
+
 def test_the_histogram_is_drawn_in_log2_of_the_scaled_gradients(gradients):
     explorer = LossScaleExplorer(gradients, scale_exponent=8)
     drawn = explorer.drawn

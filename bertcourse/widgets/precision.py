@@ -106,7 +106,8 @@ class LossScaleExplorer(_Explorer):
     ``gradients``: a float tensor of true gradients (e.g. ``precision.flat_gradients(model, batch)``).
     Controls: ``scale_exponent`` (k, from -10 to 40), ``precision`` ("fp16" or "bf16"). ``drawn``:
     fates (``precision.format_fates`` of the gradients at that scale), matrix (the histogram's counts),
-    edges (its bin edges in log2), scale, title, figure.
+    edges (its bin edges in log2), scale, skipped (whether any gradient overflows, so that a dynamic
+    scaler skips the whole step), title, figure.
     """
 
     LOW, HIGH = -10, 40
@@ -150,7 +151,7 @@ class LossScaleExplorer(_Explorer):
         ax.axvspan(overflow, high, color=FATE_COLOURS["overflow"], alpha=0.15)
         ax.stairs(counts, edges, fill=True, color="#3182bd")
         lines = (
-            (flush, "0 at or below", "right"),
+            (flush, f"0 at or below 2^{flush:.0f}", "right"),
             (subnormal, "smallest subnormal", "left"),
             (normal, "smallest normal", "left"),
             (overflow, "inf from here", "right"),
@@ -159,12 +160,14 @@ class LossScaleExplorer(_Explorer):
             ax.axvline(x, color="#444444", lw=1, ls="--")
             ax.text(x, counts.max() * 1.05, label, rotation=90, va="bottom", ha=side, fontsize=8)
         ax.set_xlim(low, high)
-        ax.set_ylim(0, counts.max() * 1.75)
+        ax.set_ylim(0, counts.max() * 2.3)  # room above the bars for the rotated labels
         ax.set_xlabel(f"log2 |gradient x 2^{scale_exponent}|")
         ax.set_ylabel("gradient entries")
+        skipped = fates["overflow"] > 0  # one inf anywhere and a dynamic scaler skips the whole step
         title = (
             f"{precision} at loss scale 2^{scale_exponent}: {_percent(fates['flushed to 0'])} flushed to 0, "
-            f"{_percent(fates['subnormal'])} subnormal, {_percent(fates['overflow'])} overflow"
+            f"{_percent(fates['subnormal'])} subnormal, {_percent(fates['overflow'])} overflow; "
+            f"step skipped: {'yes' if skipped else 'no'}"
         )
         ax.set_title(title, fontsize=10)
         figure.tight_layout()
@@ -173,6 +176,7 @@ class LossScaleExplorer(_Explorer):
             "matrix": counts,
             "edges": edges,
             "scale": scale,
+            "skipped": skipped,
             "title": title,
             "figure": figure,
         }
