@@ -538,3 +538,12 @@ def test_the_recipe_checks_every_argument_before_it_writes_anything(tmp_path, ar
     with pytest.raises((TypeError, ValueError), match=re.escape(message)):
         pretrain(tmp_path / "run", progress=False, **arguments)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_break_out_needs_consecutive_evaluations_below_the_line():
+    evals = [{"step": s, "mask_loss": loss} for s, loss in ((0, 7.0), (50, 6.3), (100, 6.45), (150, 6.3), (200, 6.2))]
+    assert pretraining.break_out_step(evals, 6.5) == 150  # 50 alone is a single evaluation below
+    assert pretraining.break_out_step(evals, 6.5, consecutive=1) == 50
+    assert pretraining.break_out_step(evals, 6.5, margin=0.5) is None
+    with pytest.raises(ValueError, match="consecutive"):
+        pretraining.break_out_step(evals, 6.5, consecutive=0)

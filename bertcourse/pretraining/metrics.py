@@ -226,6 +226,10 @@ def mlm_baselines(
     return figures
 
 
+def _device_of(model) -> torch.device:
+    return next((p.device for p in model.parameters()), torch.device("cpu"))
+
+
 def nsp_by_text_kind(
     model, documents, kinds, specials: SpecialIds, *, max_length: int = MAX_LENGTH, draws: int = 4, seed: int = 0
 ) -> list[dict]:
@@ -247,6 +251,7 @@ def nsp_by_text_kind(
     document_of = {id(sentence): d for d, document in enumerate(documents) for sentence in document}
     positions = pair_positions(documents)
     right: dict[tuple[str, str, str], list[int]] = {}
+    device = _device_of(model)
     was_training = model.training
     model.eval()
     try:
@@ -257,8 +262,8 @@ def nsp_by_text_kind(
                 for start in range(0, len(pairs), 64):
                     chunk = pairs[start : start + 64]
                     batch = collate_pairs(chunk, specials, generator=generator, max_length=max_length)
-                    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-                    answers = model(**inputs).seq_relationship_logits.argmax(dim=-1)  # (chunk,)
+                    inputs = {k: batch[k].to(device) for k in ("input_ids", "attention_mask", "token_type_ids")}
+                    answers = model(**inputs).seq_relationship_logits.argmax(dim=-1).cpu()  # (chunk,)
                     for (a, b, label), answer in zip(chunk, answers.tolist(), strict=True):
                         group = ("NotNext" if label else "IsNext", kinds[document_of[id(a)]], kinds[document_of[id(b)]])
                         tally = right.setdefault(group, [0, 0])
@@ -278,14 +283,15 @@ def top_predictions(model, batches, specials: SpecialIds) -> tuple[torch.Tensor,
     A model that ignores the context gives the same guess everywhere; ``context_figures`` counts.
     """
     require_specials(specials)
+    device = _device_of(model)  # the batches stay on the CPU; the model may be on a GPU
     was_training = model.training
     model.eval()
     guesses, answers = [], []
     try:
         with torch.no_grad():
             for batch in batches:
-                inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-                logits = model(**inputs).prediction_logits  # (batch, seq, vocab)
+                inputs = {k: batch[k].to(device) for k in ("input_ids", "attention_mask", "token_type_ids")}
+                logits = model(**inputs).prediction_logits.cpu()  # (batch, seq, vocab)
                 chosen = selected_kinds(batch["input_ids"], batch["labels"], specials.mask)["mask"]
                 guesses.append(logits[chosen].argmax(dim=-1))  # (count,)
                 answers.append(batch["labels"][chosen])  # (count,)
@@ -298,8 +304,9 @@ def context_figures(guesses: torch.Tensor, answers: torch.Tensor) -> dict[str, f
     """How much the top guess at [MASK] changes with the sentence.
 
     ``distinct``: the number of different top guesses; ``off_mode``: the share of [MASK] positions
-    whose guess is not the model's commonest guess (0 for any context-free model, which answers
-    one token everywhere); ``off_mode_right``: the share of those that are right.
+    whose guess is not the model's commonest guess (0 for a model that answers one token everywhere;
+    a guess from the position alone varies a little, with the position); ``off_mode_right``: the
+    share of those that are right.
     """
     require_integer_tensor("guesses", guesses)
     require_integer_tensor("answers", answers)

@@ -345,6 +345,11 @@ def load_long_control(path=LONG_CONTROL) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def break_out_step(evals: list[dict], unigram_loss: float, margin: float = 0.1):
-    """The first evaluated step whose [MASK]-only loss is ``margin`` nats below ``unigram_loss`` (None if none)."""
-    return next((e["step"] for e in evals if e["mask_loss"] < unigram_loss - margin), None)
+def break_out_step(evals: list[dict], unigram_loss: float, margin: float = 0.1, consecutive: int = 2):
+    """The first evaluated step from which ``consecutive`` evaluations in a row have a [MASK]-only loss
+    ``margin`` nats below ``unigram_loss`` (None if none): one noisy evaluation is not a break-out."""
+    require_positive_int("consecutive", consecutive)
+    below = [e["mask_loss"] < unigram_loss - margin for e in evals]
+    return next(
+        (evals[i]["step"] for i in range(len(evals) - consecutive + 1) if all(below[i : i + consecutive])), None
+    )
