@@ -60,7 +60,11 @@ def test_matches_hugging_face_llama_rotary_on_permuted_features():
     q = torch.randn(1, 2, seq, d)  # (batch, heads, seq, d)
     to_halves = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])  # pair (2i, 2i+1) -> (i, i + d/2)
     position_ids = torch.arange(seq)[None]  # (1, seq)
-    cos, sin = LlamaRotaryEmbedding(config)(q, position_ids)  # (1, seq, d) each
+    try:
+        rotary = LlamaRotaryEmbedding(config=config)  # transformers 4.45 on: built from the config
+    except TypeError:
+        rotary = LlamaRotaryEmbedding(d, max_position_embeddings=64)  # earlier: from the head size
+    cos, sin = rotary(q, position_ids)  # (1, seq, d) each
     theirs, _ = apply_rotary_pos_emb(q[..., to_halves], q[..., to_halves], cos, sin)
     torch.testing.assert_close(apply_rotary(q)[..., to_halves], theirs)
 
