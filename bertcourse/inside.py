@@ -292,14 +292,18 @@ def neuron_view(model, tokenizer, text: str, layer: int, head: int) -> NeuronVie
     return NeuronView(tokens, layer, head, q, k, scores[0], weights[0], q @ to_q, k @ to_k)
 
 
-def head_directions(model, layer: int, head: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def head_directions(
+    model, layer: int, head: int, bias_scale: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     r"""(to_q, to_k, strengths): the head's own directions, in which its scores are a sum of rank-1 parts.
 
     A score is :math:`q_i \cdot k_j = \tilde x_i \tilde W_Q \tilde W_K^\top \tilde x_j^\top`, with
-    :math:`\tilde x = [x, 1]` and :math:`\tilde W = [W; b]` (hidden + 1, d_k): only the bilinear form
-    :math:`M = \tilde W_Q \tilde W_K^\top` is fixed by the model; rotating q and k by one orthogonal
-    matrix changes every coordinate and no score. Its singular value decomposition
-    :math:`M = \sum_r s_r u_r v_r^\top` is unique (up to signs), and in those directions a score is
+    :math:`\tilde x = [x, c]` and :math:`\tilde W = [W; b / c]` (hidden + 1, d_k), ``c = bias_scale``:
+    rotating q and k by one orthogonal matrix changes every coordinate and no score, and the bilinear
+    form :math:`M = \tilde W_Q \tilde W_K^\top` does not change with it. Its singular value
+    decomposition :math:`M = \sum_r s_r u_r v_r^\top` is unique (up to signs) for one choice of ``c``,
+    but ``c`` (or folding a LayerNorm gain into W) changes M and its directions and no score: the
+    directions are the head's own only up to how its bias is folded in. In those directions a score is
     :math:`\sum_r s_r (\tilde x_i \cdot u_r)(\tilde x_j \cdot v_r)`. ``q @ to_q`` and ``k @ to_k``
     (d_k, d_k) give those coordinates, :math:`\sqrt{s_r}\,\tilde x \cdot u_r` and
     :math:`\sqrt{s_r}\,\tilde x \cdot v_r`, strongest first, so that their element-wise product still
@@ -308,14 +312,20 @@ def head_directions(model, layer: int, head: int) -> tuple[torch.Tensor, torch.T
     bert = _bert_of(model)
     _require_index("layer", layer, bert.config.num_hidden_layers, "layers")
     _require_index("head", head, bert.config.num_attention_heads, "heads")
+    if isinstance(bias_scale, bool) or not isinstance(bias_scale, (int, float)) or not bias_scale > 0:
+        raise ValueError(
+            f"bias_scale must be a positive number (the constant coordinate c of [x, c]), got {bias_scale!r}"
+        )
     attention = bert.encoder.layers[layer].attention
     d_k = bert.config.hidden_size // bert.config.num_attention_heads
     rows = slice(head * d_k, (head + 1) * d_k)  # this head's outputs of the query and key maps
     with torch.no_grad():
         w_q = torch.cat(
-            [attention.query.weight[rows].T, attention.query.bias[None, rows]]
+            [attention.query.weight[rows].T, attention.query.bias[None, rows] / bias_scale]
         ).double()  # (hidden + 1, d_k)
-        w_k = torch.cat([attention.key.weight[rows].T, attention.key.bias[None, rows]]).double()  # (hidden + 1, d_k)
+        w_k = torch.cat(
+            [attention.key.weight[rows].T, attention.key.bias[None, rows] / bias_scale]
+        ).double()  # (hidden + 1, d_k)
         _, r_q = torch.linalg.qr(w_q)  # w_q = basis_q r_q, r_q (d_k, d_k)
         _, r_k = torch.linalg.qr(w_k)
         u, strengths, v_t = torch.linalg.svd(r_q @ r_k.T)  # M = basis_q (u diag(s) v^T) basis_k^T

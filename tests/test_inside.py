@@ -501,6 +501,19 @@ def test_head_directions_do_not_depend_on_a_rotation_of_the_head(tiny):
     torch.testing.assert_close(after.q_directions.abs(), before.q_directions.abs(), atol=1e-4, rtol=1e-4)
 
 
+def test_head_directions_depend_on_how_the_bias_is_folded_in(minilm):
+    model, tok = minilm
+    view = inside.neuron_view(model, tok, TEXT, 0, 2)
+    one, ten = inside.head_directions(model, 0, 2), inside.head_directions(model, 0, 2, bias_scale=10.0)
+    for to_q, to_k, _ in (one, ten):  # every c gives the same scores
+        scores = (view.q @ to_q) @ (view.k @ to_k).T / math.sqrt(32)
+        torch.testing.assert_close(scores, view.scores, atol=1e-3, rtol=1e-4)
+    assert (one[2] - ten[2]).abs().max() > 1e-2  # but another M, with other singular values and directions
+    for bad in (0.0, -1.0, "10", True):
+        with pytest.raises(ValueError, match="bias_scale"):
+            inside.head_directions(model, 0, 2, bias_scale=bad)
+
+
 def test_product_refuses_an_unknown_basis(minilm):
     view = inside.neuron_view(*minilm, TEXT, 0, 2)
     with pytest.raises(ValueError, match="`basis` must be 'dimensions' or 'directions', got 'axes'"):

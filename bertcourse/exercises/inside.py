@@ -636,8 +636,8 @@ VALUE_WEIGHTED_NORMS = Exercise(
     "(hidden, heads * d_k), the `nn.Linear` weight of the output projection W_O (out x in, so the output is "
     "`merged @ output_weight.T`); it returns (..., heads, seq, seq): the length of what key j adds to query i's "
     "output through head h, ||a_ij v_j W_O^h||, where W_O^h is head h's part of the projection.",
-    start="find head h's part of the projection first: the merged context puts the heads side by side, so head h "
-    "owns d_k consecutive *columns* of `output_weight`; a vector of length d_k times that part has length hidden.",
+    start="begin with one head: write down which of the merged context's numbers are head h's, then which numbers of "
+    "`output_weight` multiply exactly those in `merged @ output_weight.T` (notebook 05); they make W_O^h.",
     make_cases=_value_cases,
     extra_solution=("_value_lengths",),
     axes={"": ("query rows", "key columns")},
