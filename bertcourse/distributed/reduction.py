@@ -6,7 +6,9 @@ masked tokens, and with 15% drawn at random the ranks hold different counts: the
 means then weighs a rank with few masked tokens as much as one with many. The right global figure
 adds the sums and the counts first (two all-reduces, or one of a stacked pair) and divides once. A
 rank with no masked token contributes (0, 0): its own mean would be 0 / 0, NaN, but the global
-figure is unharmed.
+figure is unharmed. That is the loss to log. The gradients need the global count as well, all-reduced
+before ``backward``: each rank then backpropagates its sum times world_size / global count, and DDP's
+average divides the world_size out again.
 """
 
 from __future__ import annotations

@@ -3,12 +3,13 @@ pair) and ``safe_loss_scale`` (the largest power-of-two loss scale at which no f
 and what fp16 still flushes to 0 there). Each combines two ideas of the notebook: the all-reduce with
 the unequal masked-token counts of BERT's loss; the fp16 format's limits with loss scaling.
 
-Their mistakes: the mean of the ranks' means (DDP's average of losses, right only for equal counts),
+Their mistakes: the mean of the ranks' means (what DDP's equal-weight average amounts to, right only for
+equal counts),
 the sum or the mean of the sums, an integer division; for the scale, 65,504 taken as the overflow point
 (fp16 rounds everything below 65,520 down to it), the smallest gradient instead of the largest, the
 exponent one too high, the exponent returned instead of the scale, 2^-24 taken as the flush point
-(values above 2^-25 round up to 2^-24), and the flushed fraction counted over all entries, zeros
-included.
+(values above 2^-25 round up to 2^-24), the flushed fraction counted over all entries, zeros
+included, and the gradients cast to fp16 before they are scaled (1e-9 is 0 and 1e5 inf already).
 
 The earlier exercises of notebook 12, ``average_gradients`` (DDP's all-reduce, simulated: a one-liner
 whose hint gave the sum) and ``scaler_update`` (one step of dynamic loss scaling, which
