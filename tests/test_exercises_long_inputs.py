@@ -295,3 +295,25 @@ def test_the_notebook_asks_for_them_in_order_unsolved_and_its_solutions_pass():
         exec(code, namespace)
         result = check(name, namespace[f"my_{name}"])
         assert result.passed, (name, result.message)
+
+
+def test_a_merge_that_forgets_to_rescale_the_output_is_told_so():
+    def out_forgotten(max_a, sum_a, out_a, max_b, sum_b, out_b):
+        new_max = torch.maximum(max_a, max_b)
+        safe = torch.where(new_max == -math.inf, 0.0, new_max)
+        a, b = torch.exp(max_a - safe), torch.exp(max_b - safe)
+        return new_max, a * sum_a + b * sum_b, out_a + out_b  # the sum rescaled, the output not
+
+    result = check("merge_softmax_blocks", out_forgotten)
+    assert result.mistake == "the sum rescaled but not the output"
+    assert "the output (the numerator) needs the same factor as the sum" in result.message
+
+
+def test_a_merge_that_forgets_the_output_and_the_safe_max_is_told_both():
+    def out_forgotten_unsafe(max_a, sum_a, out_a, max_b, sum_b, out_b):
+        new_max = torch.maximum(max_a, max_b)
+        a, b = torch.exp(max_a - new_max), torch.exp(max_b - new_max)
+        return new_max, a * sum_a + b * sum_b, out_a + out_b
+
+    result = check("merge_softmax_blocks", out_forgotten_unsafe)
+    assert result.mistake == "the sum rescaled but not the output, and NaN where a query sees no key"

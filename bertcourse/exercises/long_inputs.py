@@ -23,6 +23,7 @@ import math
 import torch
 
 from ..long_inputs import local_global_mask, merge_softmax_blocks, softmax_block_state, window_spans
+from ..long_inputs.blockwise import _safe_max
 from ..long_inputs.local import longformer_mask
 from ..long_inputs.windows import average_token_outputs, merge_token_outputs
 from .random_inputs import _randn
@@ -163,16 +164,18 @@ def _merge_scale_inverted(max_a, sum_a, out_a, max_b, sum_b, out_b):
     return new_max, sum_a * scale_a + sum_b * scale_b, out_a * scale_a + out_b * scale_b
 
 
-def _merge_sum_not_rescaled(max_a, sum_a, out_a, max_b, sum_b, out_b):
-    new_max = torch.maximum(max_a, max_b)
-    scale_a, scale_b = torch.exp(max_a - new_max), torch.exp(max_b - new_max)
-    return new_max, sum_a + sum_b, out_a * scale_a + out_b * scale_b
+def _merge_one_rescaled(rescale_sum, safe):
+    """A merge that rescales the sum or the output, not both, with or without the safe max."""
 
+    def merge(max_a, sum_a, out_a, max_b, sum_b, out_b):
+        new_max = torch.maximum(max_a, max_b)
+        subtract = _safe_max(new_max) if safe else new_max  # without it, -inf - (-inf) = NaN where no key is seen
+        scale_a, scale_b = torch.exp(max_a - subtract), torch.exp(max_b - subtract)
+        if rescale_sum:
+            return new_max, sum_a * scale_a + sum_b * scale_b, out_a + out_b
+        return new_max, sum_a + sum_b, out_a * scale_a + out_b * scale_b
 
-def _merge_out_not_rescaled(max_a, sum_a, out_a, max_b, sum_b, out_b):
-    new_max = torch.maximum(max_a, max_b)
-    scale_a, scale_b = torch.exp(max_a - new_max), torch.exp(max_b - new_max)
-    return new_max, sum_a * scale_a + sum_b * scale_b, out_a + out_b
+    return merge
 
 
 def _merge_max_of_a_kept(max_a, sum_a, out_a, max_b, sum_b, out_b):
@@ -214,12 +217,24 @@ MERGE_SOFTMAX_BLOCKS = Exercise(
         Mistake(
             "the output rescaled but not the sum",
             "the sum (the softmax's denominator) needs the same factor as the output.",
-            _merge_sum_not_rescaled,
+            _merge_one_rescaled(rescale_sum=False, safe=True),
         ),
         Mistake(
             "the sum rescaled but not the output",
-            "the output (the numerator) needs the same factor as the sum.",
-            _merge_out_not_rescaled,
+            "the output (the numerator) needs the same factor as the sum: `out_a * scale_a + out_b * scale_b`.",
+            _merge_one_rescaled(rescale_sum=True, safe=True),
+        ),
+        Mistake(
+            "the output rescaled but not the sum, and NaN where a query sees no key",
+            "the sum needs the same factor as the output; and where both maxima are -inf, subtract a safe max, "
+            "`torch.where(new_max == -math.inf, 0.0, new_max)`.",
+            _merge_one_rescaled(rescale_sum=False, safe=False),
+        ),
+        Mistake(
+            "the sum rescaled but not the output, and NaN where a query sees no key",
+            "the output needs the same factor as the sum; and where both maxima are -inf, subtract a safe max, "
+            "`torch.where(new_max == -math.inf, 0.0, new_max)`.",
+            _merge_one_rescaled(rescale_sum=True, safe=False),
         ),
         Mistake(
             "block a's max kept as the new max",
