@@ -84,7 +84,7 @@ def test_scaling_explorer_draws_one_softmax_row_with_its_entropy_and_gradient():
     assert drawn["max_entropy"] == pytest.approx(math.log(16))
     assert drawn["title"].startswith("$d_k$ = 64, scores / $\\sqrt{d_k}$: entropy ")  # mathtext throughout
     assert f"softmax Jacobian norm {drawn['grad_norm']:.3f}" in drawn["title"]
-    assert drawn["figure"].get_suptitle() == drawn["title"]
+    assert drawn["figure"]._suptitle.get_text() == drawn["title"]  # get_suptitle(): matplotlib 3.8 on
     ax_scores = drawn["figure"].axes[0]
     assert ax_scores.get_title() == f"scores $q \\cdot k / \\sqrt{{d_k}}$ (std {drawn['score_std']:.2f})"
 
