@@ -10,10 +10,11 @@ ours is faster).
 
 ``--pretraining-compile`` adds ours under ``torch.compile`` against ours eager, with the seconds the
 first (compiling) step took: whether compiling pays for a run of N steps is N x (eager - compiled)
-against that. Measured on the course's 2-core machine (1 thread, other jobs running): 96 pairs of
-16 tokens, compiled 1.05x eager's time per step after 107 s of compiling; 32 pairs of 48, 0.82x after
-82 s. Notebook 09's 600 steps (540 short) would save about 2 s for 3 minutes of compiling, the
-shipped 4,000 about 15 s: the recipe runs eager.
+against that. Measured twice on the course's 2-core machine (1 thread, other jobs running): 96 pairs of
+16 tokens, compiled 0.95-1.05x eager's time per step; 32 pairs of 48, 0.82-1.07x; the compiling step
+took 82-107 s, 15-17 s with Inductor's cache warm. At best that saves a few seconds of notebook 09's
+600 steps (540 of them short) and about 15 s of the shipped 4,000, for more than it costs to
+compile: the recipe runs eager.
 """
 
 from __future__ import annotations
