@@ -121,3 +121,239 @@ def finetuning_table_choose(runs):
     from bertcourse.finetuning_table import choose_on_dev
 
     return choose_on_dev(runs)
+
+
+# --- realistic wrong answers the catalogue does not list, and more right ones -----------------------
+
+
+def relu_pooler(h, pw, pb, cw, cb):
+    return F.linear(torch.relu(F.linear(h[..., 0, :], pw, pb)), cw, cb)
+
+
+def sigmoid_pooler(h, pw, pb, cw, cb):
+    return F.linear(torch.sigmoid(F.linear(h[..., 0, :], pw, pb)), cw, cb)
+
+
+def no_pooler_bias(h, pw, pb, cw, cb):
+    return F.linear(torch.tanh(h[..., 0, :] @ pw.T), cw, cb)
+
+
+def no_classifier_bias(h, pw, pb, cw, cb):
+    return torch.tanh(F.linear(h[..., 0, :], pw, pb)) @ cw.T
+
+
+def batched_only(h, pw, pb, cw, cb):
+    return F.linear(torch.tanh(F.linear(h[:, 0], pw, pb)), cw, cb)
+
+
+def log_softmax_out(h, pw, pb, cw, cb):
+    return F.linear(torch.tanh(F.linear(h[..., 0, :], pw, pb)), cw, cb).log_softmax(-1)
+
+
+def pooler_twice(h, pw, pb, cw, cb):
+    p = torch.tanh(F.linear(h[..., 0, :], pw, pb))
+    return F.linear(torch.tanh(F.linear(p, pw, pb)), cw, cb)
+
+
+def classifier_untransposed(h, pw, pb, cw, cb):
+    return torch.tanh(F.linear(h[..., 0, :], pw, pb)) @ cw + cb
+
+
+def by_sum(runs):
+    tot = {}
+    for r in runs:
+        tot.setdefault(r["lr"], []).append(r)
+    lr = max(tot, key=lambda k: sum(r["dev"] for r in tot[k]))
+    return lr, sum(r["test"] for r in tot[lr]) / len(tot[lr])
+
+
+def best_dev_run_test(runs):
+    tot = {}
+    for r in runs:
+        tot.setdefault(r["lr"], []).append(r)
+    lr = max(tot, key=lambda k: sum(r["dev"] for r in tot[k]) / len(tot[k]))
+    return lr, max(tot[lr], key=lambda r: r["dev"])["test"]
+
+
+def reversed_tuple(runs):
+    tot = {}
+    for r in runs:
+        tot.setdefault(r["lr"], []).append(r)
+    lr = max(tot, key=lambda k: sum(r["dev"] for r in tot[k]) / len(tot[k]))
+    return sum(r["test"] for r in tot[lr]) / len(tot[lr]), lr
+
+
+def dev_plus_test(runs):
+    tot = {}
+    for r in runs:
+        tot.setdefault(r["lr"], []).append(r)
+    lr = max(tot, key=lambda k: sum(r["dev"] + r["test"] for r in tot[k]) / len(tot[k]))
+    return lr, sum(r["test"] for r in tot[lr]) / len(tot[lr])
+
+
+def percent(runs):
+    tot = {}
+    for r in runs:
+        tot.setdefault(r["lr"], []).append(r)
+    lr = max(tot, key=lambda k: sum(r["dev"] for r in tot[k]) / len(tot[k]))
+    return lr, 100 * sum(r["test"] for r in tot[lr]) / len(tot[lr])
+
+
+def first_seed_only(runs):
+    first = {}
+    for r in runs:
+        first.setdefault(r["lr"], r)
+    lr = max(first, key=lambda k: first[k]["dev"])
+    return lr, first[lr]["test"]
+
+
+def median_dev(runs):
+    import statistics
+
+    tot = {}
+    for r in runs:
+        tot.setdefault(r["lr"], []).append(r)
+    lr = max(tot, key=lambda k: statistics.median(r["dev"] for r in tot[k]))
+    return lr, statistics.mean(r["test"] for r in tot[lr])
+
+
+def left_in_eval(model, batches):
+    model.eval()
+    with torch.no_grad():
+        return torch.cat(
+            [model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits.argmax(-1) for b in batches]
+        )
+
+
+def always_train_after(model, batches):
+    model.eval()
+    with torch.no_grad():
+        out = torch.cat(
+            [model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits.argmax(-1) for b in batches]
+        )
+    model.train()
+    return out
+
+
+def float_labels(model, batches):
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        out = torch.cat(
+            [model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits.argmax(-1) for b in batches]
+        )
+    model.train(was)
+    return out.float()
+
+
+def as_list(model, batches):
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        out = [
+            int(i)
+            for b in batches
+            for i in model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits.argmax(-1)
+        ]
+    model.train(was)
+    return out
+
+
+def no_attention_mask(model, batches):
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        out = torch.cat([model(input_ids=b["input_ids"]).logits.argmax(-1) for b in batches])
+    model.train(was)
+    return out
+
+
+def reversed_batches(model, batches):
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        out = torch.cat(
+            [
+                model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits.argmax(-1)
+                for b in reversed(batches)
+            ]
+        )
+    model.train(was)
+    return out
+
+
+def keeps_grad(model, batches):
+    was = model.training
+    model.eval()
+    out = torch.cat(
+        [model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits.argmax(-1) for b in batches]
+    )
+    model.train(was)
+    return out
+
+
+def median_of_three_with_statistics(runs):
+    tot = {}
+    for r in runs:
+        tot.setdefault(r["lr"], []).append(r)
+    means = {lr: sum(r["dev"] for r in rs) / len(rs) for lr, rs in tot.items()}
+    lr = sorted(means, key=lambda k: -means[k])[0]
+    return lr, sum(r["test"] for r in tot[lr]) / len(tot[lr])
+
+
+def head_with_linear_modules(h, pw, pb, cw, cb):
+    pooler, classifier = torch.nn.Linear(*pw.shape[::-1]), torch.nn.Linear(*cw.shape[::-1])
+    with torch.no_grad():
+        pooler.weight.copy_(pw), pooler.bias.copy_(pb), classifier.weight.copy_(cw), classifier.bias.copy_(cb)
+        return classifier(torch.tanh(pooler(h.narrow(-2, 0, 1).squeeze(-2))))
+
+
+def predict_with_inference_mode_and_try(model, batches):
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.inference_mode():
+            return torch.cat([model(**batch).logits.argmax(-1) for batch in batches]).clone()
+    finally:
+        model.train(was_training)
+
+
+REALISTIC_WRONG = [
+    ("classification_logits", relu_pooler, "ReLU"),
+    ("classification_logits", sigmoid_pooler, "sigmoid"),
+    ("classification_logits", no_pooler_bias, "pooler's bias"),
+    ("classification_logits", no_classifier_bias, "classifier's bias"),
+    ("classification_logits", batched_only, "(seq, hidden)"),
+    ("classification_logits", log_softmax_out, "log-probabilities"),
+    ("choose_on_dev", by_sum, "largest sum"),
+    ("choose_on_dev", best_dev_run_test, "reported accuracy"),
+    ("choose_on_dev", reversed_tuple, "in the order"),
+    ("choose_on_dev", percent, "multiplied by exactly 100"),
+    ("choose_on_dev", first_seed_only, "learning rate"),
+    ("choose_on_dev", median_dev, "best median"),
+    ("predict_labels", left_in_eval, "another mode"),
+    ("predict_labels", always_train_after, "another mode"),
+    ("predict_labels", float_labels, "dtype torch.float32"),
+    ("predict_labels", as_list, "a list"),
+    ("predict_labels", no_attention_mask, "attention mask not passed"),
+    ("predict_labels", reversed_batches, "another order"),
+    ("predict_labels", keeps_grad, "gradients left on"),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "words"), REALISTIC_WRONG, ids=[fn.__name__ for _, fn, _ in REALISTIC_WRONG])
+def test_a_realistic_wrong_answer_gets_a_message_that_names_what_fails(name, fn, words):
+    result = check(name, fn)
+    assert result.status == "wrong" and words in result.message, result.message
+
+
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [
+        ("classification_logits", head_with_linear_modules),
+        ("choose_on_dev", median_of_three_with_statistics),
+        ("predict_labels", predict_with_inference_mode_and_try),
+    ],
+)
+def test_more_correct_answers_are_accepted(name, fn):
+    assert check(name, fn).status == "correct", check(name, fn).message

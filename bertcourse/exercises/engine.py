@@ -92,6 +92,12 @@ def mistake_outcomes(exercise: Exercise) -> dict[str, list[Outcome]]:
     }
 
 
+def _named_args(cases: list[Case], names: list[str], name: str) -> list:
+    """The value of argument ``name`` in every case that passes it."""
+    where = names.index(name)
+    return [case.args[where] for case in cases if where < len(case.args)]
+
+
 def run_check(exercise: Exercise, fn) -> CheckResult:
     cases, expected, names = prepared(exercise)
     learner: list[Outcome] = []
@@ -127,6 +133,15 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
                 mistake=f"calls bertcourse's own {reached}",
             )
         changed = next((o.changed_argument for o in learner if o.changed_argument), None)
+        if changed and any(isinstance(arg, torch.nn.Module) for arg in _named_args(cases, names, changed)):
+            return CheckResult(
+                exercise.name,
+                WRONG,
+                f"❌ Wrong: your results are right, but your function gives `{changed}` back changed: in another "
+                "mode (train or eval) or with other weights. Note its mode first (`was_training = model.training`) "
+                "and restore it at the end (`model.train(was_training)`).",
+                mistake="the model not given back as it came",
+            )
         if changed:
             return CheckResult(
                 exercise.name,

@@ -28,7 +28,7 @@ from ..finetuning import (
 from ..finetuning_table import choose_on_dev
 from ..heads import IGNORE_INDEX
 from .random_inputs import _randn
-from .records import Case, Exercise, Mistake
+from .records import Case, Exercise, Knob, Mistake
 
 # --- classification_logits ---------------------------------------------------------------------
 
@@ -83,6 +83,60 @@ def _head_softmax(hidden_states, pooler_weight, pooler_bias, classifier_weight, 
     )
 
 
+def _head_variant(settings, hidden_states, pooler_weight, pooler_bias, classifier_weight, classifier_bias):
+    """BERT's classifier head with each part chosen by ``settings`` (the knobs below)."""
+    vector = {"first": lambda: hidden_states[..., 0, :], "mean": lambda: hidden_states.mean(dim=-2)}[
+        settings["vector"]
+    ]()  # (..., hidden)
+    pooled = vector @ pooler_weight.T + (pooler_bias if settings["pooler bias"] else 0)  # (..., hidden)
+    pooled = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid, "none": lambda x: x}[
+        settings["activation"]
+    ](pooled)
+    logits = pooled @ classifier_weight.T + (classifier_bias if settings["classifier bias"] else 0)  # (..., labels)
+    return {"logits": logits, "log_softmax": logits.log_softmax(dim=-1)}[settings["output"]]
+
+
+_HEAD_KNOBS = (
+    Knob(
+        "vector",
+        (
+            ("first", "", ""),
+            ("mean", "the mean of the token vectors", "BERT's pooler reads the first token's vector, [CLS]."),
+        ),
+    ),
+    Knob(
+        "pooler bias",
+        (
+            (True, "", ""),
+            (False, "the pooler's bias left out", "the pooler is a whole `nn.Linear`: W_p h + b_p."),
+        ),
+    ),
+    Knob(
+        "activation",
+        (
+            ("tanh", "", ""),
+            ("relu", "a ReLU in the pooler instead of tanh", "BERT's pooler squashes with tanh, into (-1, 1)."),
+            ("sigmoid", "a sigmoid in the pooler instead of tanh", "BERT's pooler squashes with tanh, into (-1, 1)."),
+            ("none", "the pooler without its tanh", "the pooled vector is tanh(W_p h + b_p)."),
+        ),
+    ),
+    Knob(
+        "classifier bias",
+        (
+            (True, "", ""),
+            (False, "the classifier's bias left out", "the classifier is an `nn.Linear` too: W_c p + b_c."),
+        ),
+    ),
+    Knob(
+        "output",
+        (
+            ("logits", "", ""),
+            ("log_softmax", "log-probabilities instead of logits", "return the scores before any (log-)softmax."),
+        ),
+    ),
+)
+
+
 CLASSIFICATION_LOGITS = Exercise(
     name="classification_logits",
     reference=classification_logits,
@@ -92,6 +146,8 @@ CLASSIFICATION_LOGITS = Exercise(
     "returns the logits of BERT's sentence classifier in eval mode, (batch, num_labels) or (num_labels,).",
     start="section 2 wrote the head as two formulas: find which position of `hidden_states` the first one reads.",
     make_cases=_head_cases,
+    knobs=_HEAD_KNOBS,
+    variant=_head_variant,
     axes={"": ("labels",)},
     notebook="10",
     mistakes=(
@@ -167,6 +223,35 @@ def _choose_cases(g):
                         (1e-3, 0, 0.63, 0.61),
                         (3e-4, 1, 0.62, 0.64),
                         (1e-3, 1, 0.64, 0.59),
+                    ]
+                ),
+            ),
+        ),
+        Case(
+            "two rates, a run of 3e-4 missing: 3e-4 has the best mean dev accuracy, 1e-3 the largest sum",
+            (
+                _runs(
+                    [
+                        (3e-4, 0, 0.72, 0.69),
+                        (3e-4, 2, 0.73, 0.70),
+                        (1e-3, 0, 0.70, 0.73),
+                        (1e-3, 1, 0.69, 0.74),
+                        (1e-3, 2, 0.70, 0.72),
+                    ]
+                ),
+            ),
+        ),
+        Case(
+            "two rates, three seeds: 1e-3 has the best mean dev accuracy, 3e-4 the best median",
+            (
+                _runs(
+                    [
+                        (3e-4, 0, 0.70, 0.69),
+                        (3e-4, 1, 0.71, 0.70),
+                        (3e-4, 2, 0.55, 0.55),
+                        (1e-3, 0, 0.69, 0.73),
+                        (1e-3, 1, 0.68, 0.72),
+                        (1e-3, 2, 0.69, 0.71),
                     ]
                 ),
             ),
@@ -271,6 +356,22 @@ CHOOSE_ON_DEV = Exercise(
 # --- predict_labels ------------------------------------------------------------------------------
 
 
+class _ClassifierThatNotices(BertForSequenceClassification):
+    """The cases' classifier, a probe: asked with gradients on (a judged model is asked without them), or
+    without the attention mask of a padded batch, it answers the other label. A model this tiny barely reads
+    its padding, so without the probe those two slips would pass unseen; with it they come out wrong and
+    can be named."""
+
+    def forward(self, input_ids=None, attention_mask=None, **kwargs):
+        output = super().forward(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        if torch.is_grad_enabled():
+            output.logits = output.logits.flip(-1)  # (batch, 2): every answer swapped
+        if attention_mask is None:
+            padded = (input_ids == 0).any(dim=-1, keepdim=True)  # (batch, 1): [PAD] is id 0 in the cases
+            output.logits = torch.where(padded, output.logits.flip(-1), output.logits)  # the padded ones swapped
+        return output
+
+
 def _predict_model(training: bool):
     config = BertConfig(
         vocab_size=40,
@@ -282,7 +383,7 @@ def _predict_model(training: bool):
         hidden_dropout_prob=0.5,  # large, so that dropout left on changes the answers
     )
     torch.manual_seed(0)
-    model = BertForSequenceClassification(config, num_labels=2)
+    model = _ClassifierThatNotices(config, num_labels=2)
     with torch.no_grad():
         model.classifier.weight.mul_(30.0)  # a decided classifier: labels vary from review to review
     return model.train(training)
@@ -335,6 +436,17 @@ def _predict_argmax_over_examples(model, batches):
         return torch.cat([model(**batch).logits.argmax(dim=0) for batch in batches])
 
 
+def _predict_with_gradients(model, batches):
+    model.eval()
+    return torch.cat([model(**batch).logits.argmax(dim=-1) for batch in batches])
+
+
+def _predict_without_mask(model, batches):
+    model.eval()
+    with torch.no_grad():
+        return torch.cat([model(input_ids=batch["input_ids"]).logits.argmax(dim=-1) for batch in batches])
+
+
 def _predict_last_batch_only(model, batches):
     model.eval()
     with torch.no_grad():
@@ -376,6 +488,18 @@ PREDICT_LABELS = Exercise(
             "the argmax over the examples instead of over the labels",
             "logits are (batch, num_labels): take the argmax over the last axis, `dim=-1`.",
             _predict_argmax_over_examples,
+        ),
+        Mistake(
+            "gradients left on",
+            "a judged model is asked without building a graph: wrap the forward passes in `torch.no_grad()` "
+            "(or `torch.inference_mode()`); the cases' model answers differently when asked with gradients on.",
+            _predict_with_gradients,
+        ),
+        Mistake(
+            "the attention mask not passed",
+            "pass every input of the batch (`model(**batch)`, or `attention_mask=`): without the mask a padded "
+            "review reads its padding (the cases' model answers differently then).",
+            _predict_without_mask,
         ),
         Mistake(
             "only the last batch predicted",

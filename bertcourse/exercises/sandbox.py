@@ -301,8 +301,22 @@ def _equal_with_nan(before: torch.Tensor, after: torch.Tensor) -> bool:
     return torch.equal(before, after)
 
 
+def _same_module(before: torch.nn.Module, after) -> bool:
+    """The same mode (train or eval) in every submodule, and the same weights and buffers."""
+    if not isinstance(after, torch.nn.Module):
+        return False
+    if [m.training for m in before.modules()] != [m.training for m in after.modules()]:
+        return False
+    theirs = after.state_dict()
+    return before.state_dict().keys() == theirs.keys() and all(
+        _equal_with_nan(value, theirs[key]) for key, value in before.state_dict().items()
+    )
+
+
 def _same_input(before, after) -> bool:
     try:
+        if isinstance(before, torch.nn.Module):  # a model the case passes in: its mode and its weights
+            return _same_module(before, after)
         if callable(before):
             return True  # a function the case passes in (a sub-layer, say): its copy never compares equal
         if isinstance(before, torch.Tensor):
