@@ -73,21 +73,7 @@ def qkv_from_linear(
     (out, in) layout; b_q, b_k: (d_k,), b_v: (d_v,). Returns (q, k, v) as ``nn.Linear`` computes
     them, ``x @ W.T + b``: shapes (..., seq, d_k), (..., seq, d_k), (..., seq, d_v).
     """
-    require_float_tensor("x", x, min_dim=2)
-    for role in "qkv":
-        w_name, b_name = f"w_{role}", f"b_{role}"
-        weight, bias = {"q": (w_q, b_q), "k": (w_k, b_k), "v": (w_v, b_v)}[role]
-        require_float_tensor(w_name, weight, ndim=2, like=x, like_name="`x`")
-        require_size(
-            w_name, weight, 1, x.shape[-1], f"nn.Linear's shape (out, in) with in = x.shape[-1] = {x.shape[-1]}"
-        )
-        require_float_tensor(b_name, bias, ndim=1, like=x, like_name="`x`")
-        require_size(b_name, bias, 0, weight.shape[0], f"shape (out,) with out = {w_name}.shape[0] = {weight.shape[0]}")
-    if w_q.shape[0] != w_k.shape[0]:
-        raise ValueError(
-            f"`w_q` and `w_k` must project to the same width d_k (queries are dotted with keys), "
-            f"got {w_q.shape[0]} and {w_k.shape[0]} rows."
-        )
+    _check_linear_projections(x, {"q": (w_q, b_q), "k": (w_k, b_k), "v": (w_v, b_v)})
     return _qkv_from_linear(x, w_q, b_q, w_k, b_k, w_v, b_v)
 
 
@@ -105,19 +91,7 @@ def linear_scores(x: torch.Tensor, w_q: torch.Tensor, b_q: torch.Tensor, w_k: to
     x: (..., seq, d_model); w_q, w_k: (d_k, d_model) in ``nn.Linear``'s (out, in) layout; b_q, b_k: (d_k,).
     Returns (..., seq, seq): row i holds query i's score against every key, unscaled.
     """
-    require_float_tensor("x", x, min_dim=2)
-    for w_name, weight, b_name, bias in (("w_q", w_q, "b_q", b_q), ("w_k", w_k, "b_k", b_k)):
-        require_float_tensor(w_name, weight, ndim=2, like=x, like_name="`x`")
-        require_size(
-            w_name, weight, 1, x.shape[-1], f"nn.Linear's shape (out, in) with in = x.shape[-1] = {x.shape[-1]}"
-        )
-        require_float_tensor(b_name, bias, ndim=1, like=x, like_name="`x`")
-        require_size(b_name, bias, 0, weight.shape[0], f"shape (out,) with out = {w_name}.shape[0] = {weight.shape[0]}")
-    if w_q.shape[0] != w_k.shape[0]:
-        raise ValueError(
-            f"`w_q` and `w_k` must project to the same width d_k (queries are dotted with keys), "
-            f"got {w_q.shape[0]} and {w_k.shape[0]} rows."
-        )
+    _check_linear_projections(x, {"q": (w_q, b_q), "k": (w_k, b_k)})
     return _linear_scores(x, w_q, b_q, w_k, b_k)
 
 
@@ -203,14 +177,8 @@ def scaled_dot_product_attention(
     ``dropout_p`` drops attention weights (BERT uses 0.1 in training); pass 0.0 in eval.
     A query row with every key masked gets zero weights and a zero output.
     """
-    _check_qk(q, k)
-    require_float_tensor("v", v, min_dim=2, like=q, like_name="`q`")
+    _check_qkv(q, k, v)
     require_probability("dropout_p", dropout_p)
-    if v.shape[:-1] != k.shape[:-1]:
-        raise ValueError(
-            f"`v` must have one value per key: shape (..., k_len, d_v) with (..., k_len) = "
-            f"{tuple(k.shape[:-1])} from `k`, got {describe(v)}."
-        )
     if mask is not None:
         mask = broadcast_mask(mask, (*q.shape[:-1], k.shape[-2])).to(q.device)  # to (..., q_len, k_len)
     if not need_weights:
@@ -238,13 +206,7 @@ def flexible_attention(
     ``scale`` multiplies the scores and defaults to 1/sqrt(d_k). q: (..., q_len, d_k), k: (..., k_len, d_k),
     v: (..., k_len, d_v). Returns ``(output, weights)``, (..., q_len, d_v) and (..., q_len, k_len).
     """
-    _check_qk(q, k)
-    require_float_tensor("v", v, min_dim=2, like=q, like_name="`q`")
-    if v.shape[:-1] != k.shape[:-1]:
-        raise ValueError(
-            f"`v` must have one value per key: shape (..., k_len, d_v) with (..., k_len) = "
-            f"{tuple(k.shape[:-1])} from `k`, got {describe(v)}."
-        )
+    _check_qkv(q, k, v)
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
         raise TypeError(f"`scale` must be a number or None (then 1/sqrt(d_k)), got {describe(scale)}.")
     if mask is not None and mask.dtype != torch.bool:
@@ -285,6 +247,36 @@ def _zero_fully_masked_rows(x, mask):
     if can_check_values(mask) and bool(row_attends.all()):
         return x  # seen on the CPU: no such row, nothing to zero
     return torch.where(row_attends, x, torch.zeros((), dtype=x.dtype, device=x.device))  # the shape of x
+
+
+def _check_linear_projections(x, layers: dict) -> None:
+    """``x`` and each role's (weight, bias) as ``nn.Linear`` stores them; the queries and keys of one width."""
+    require_float_tensor("x", x, min_dim=2)
+    for role, (weight, bias) in layers.items():
+        w_name, b_name = f"w_{role}", f"b_{role}"
+        require_float_tensor(w_name, weight, ndim=2, like=x, like_name="`x`")
+        require_size(
+            w_name, weight, 1, x.shape[-1], f"nn.Linear's shape (out, in) with in = x.shape[-1] = {x.shape[-1]}"
+        )
+        require_float_tensor(b_name, bias, ndim=1, like=x, like_name="`x`")
+        require_size(b_name, bias, 0, weight.shape[0], f"shape (out,) with out = {w_name}.shape[0] = {weight.shape[0]}")
+    (w_q, _), (w_k, _) = layers["q"], layers["k"]
+    if w_q.shape[0] != w_k.shape[0]:
+        raise ValueError(
+            f"`w_q` and `w_k` must project to the same width d_k (queries are dotted with keys), "
+            f"got {w_q.shape[0]} and {w_k.shape[0]} rows."
+        )
+
+
+def _check_qkv(q, k, v):
+    """``_check_qk``, and one value per key in ``v``: what every attention over (q, k, v) checks."""
+    _check_qk(q, k)
+    require_float_tensor("v", v, min_dim=2, like=q, like_name="`q`")
+    if v.shape[:-1] != k.shape[:-1]:
+        raise ValueError(
+            f"`v` must have one value per key: shape (..., k_len, d_v) with (..., k_len) = "
+            f"{tuple(k.shape[:-1])} from `k`, got {describe(v)}."
+        )
 
 
 def _check_qk(q, k):

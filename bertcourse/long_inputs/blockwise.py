@@ -36,7 +36,7 @@ import math
 import torch
 
 from .._validation import describe, require_float_tensor, require_positive_int
-from ..attention import _check_qk
+from ..attention import _check_qkv
 from ..masks import broadcast_mask
 
 
@@ -50,13 +50,7 @@ def block_attention(
     ``expand_padding_mask`` first). Returns (..., q_len, d_v), equal to
     ``scaled_dot_product_attention`` to 1e-5 in fp32; a query with every key masked gets zeros.
     """
-    _check_qk(q, k)
-    require_float_tensor("v", v, min_dim=2, like=q, like_name="`q`")
-    if v.shape[:-1] != k.shape[:-1]:
-        raise ValueError(
-            f"`v` must have one value per key: shape (..., k_len, d_v) with (..., k_len) = "
-            f"{tuple(k.shape[:-1])} from `k`, got {describe(v)}."
-        )
+    _check_qkv(q, k, v)
     require_positive_int("block_size", block_size)
     if mask is not None:
         mask = broadcast_mask(mask, (*q.shape[:-1], k.shape[-2])).to(q.device)  # to (..., q_len, k_len)

@@ -26,8 +26,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .._validation import describe, is_int, require_float_tensor, require_positive_int
-from ..attention import _check_qk
+from .._validation import describe, is_int, require_positive_int
+from ..attention import _check_qk, _check_qkv
 from ..masks import as_bool_mask, combine_masks, fill_value
 
 
@@ -154,17 +154,12 @@ def _local_attention(q, k, v, width, global_positions, block_size):
 
 def _check_self_attention(q, k, v) -> None:
     _check_qk(q, k)
-    require_float_tensor("v", v, min_dim=2, like=q, like_name="`q`")
     if k.shape[-2] != q.shape[-2]:
         raise ValueError(
             f"`q` and `k` must have the same length (local attention is self-attention: query i and key i are "
             f"the same token), got q {tuple(q.shape)} and k {tuple(k.shape)}."
         )
-    if v.shape[:-1] != k.shape[:-1]:
-        raise ValueError(
-            f"`v` must have one value per key: shape (..., k_len, d_v) with (..., k_len) = "
-            f"{tuple(k.shape[:-1])} from `k`, got {describe(v)}."
-        )
+    _check_qkv(q, k, v)
 
 
 def _require_width(width) -> None:

@@ -323,26 +323,27 @@ def load_shipped_run(folder=SHIPPED_RUN):
     return model, tokenizer, json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
 
 
+def _load_record(path: Path, how: str) -> dict:
+    if not path.is_file():
+        raise FileNotFoundError(f"no {path.name}: it is made by {how}.")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def load_length_control(path=LENGTH_CONTROL) -> dict:
     """The committed control: the notebook's recipe trained as it is and with every step at full length."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no {path.name}: it is made by `python -m bertcourse.pretraining --steps {STEPS} --eval-every 50 "
-            f"--control {path.name}`."
-        )
-    return json.loads(path.read_text(encoding="utf-8"))
+    return _load_record(
+        path, f"`python -m bertcourse.pretraining --steps {STEPS} --eval-every 50 --control {path.name}`"
+    )
 
 
 def load_long_control(path=LONG_CONTROL) -> dict:
     """The shipped run's control: its recipe, as many steps, every pair at full length (``run.json``'s fields)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no {path.name}: it is the run.json of `python -m bertcourse.pretraining --steps {SHIPPED_STEPS} "
-            f"--eval-every 100 --short-share 0 --save FOLDER`."
-        )
-    return json.loads(path.read_text(encoding="utf-8"))
+    return _load_record(
+        Path(path),
+        f"the run.json of `python -m bertcourse.pretraining --steps {SHIPPED_STEPS} --eval-every 100 "
+        "--short-share 0 --save FOLDER`",
+    )
 
 
 def break_out_step(evals: list[dict], unigram_loss: float, margin: float = 0.1, consecutive: int = 2):
