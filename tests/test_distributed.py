@@ -122,6 +122,14 @@ def test_bad_input_is_explained():
         run_job([sys.executable, "-c", "import sys; sys.exit(3)"])
 
 
+def test_a_crash_outside_python_is_quoted_even_when_the_report_is_long():
+    crash = "print(\"terminate called after throwing an instance of 'gloo::IoException'\", flush=True);"
+    crash += " print('report line ' * 400, flush=True); import os; os.abort()"
+    with pytest.raises(RuntimeError, match=r"crashed outside Python:\n  terminate called .*gloo::IoException") as caught:
+        run_job([sys.executable, "-c", crash])
+    assert "report line" in str(caught.value)  # the tail is still there
+
+
 def test_the_sampler_pitfalls():
     data = make_dataset(rows=64)
     rows = [rank_batch(data, 0, 16, rank, 2)["input_ids"] for rank in (0, 1)]

@@ -5,8 +5,10 @@ captures its output, and kills the whole group when it returns, fails or runs pa
 torchrun's workers are the launcher's children, and killing only the launcher would leave them
 running, blocked in a collective, holding the cores. A worker that raised prints
 ``WORKER FAILED rank=R: <error>`` (``train.main``); ``run_job`` raises ``WorkerError`` naming
-that rank and error, instead of torchrun's long report. A job that does not end in time raises
-``JobTimeout``: a hang becomes an error.
+that rank and error, instead of torchrun's long report. A worker that crashed outside Python (a C++
+exception in a communication thread, a segfault) has no Python error to name: the ``RuntimeError``
+quotes the lines where it said why, which torchrun's report leaves out. A job that does not end in
+time raises ``JobTimeout``: a hang becomes an error.
 
 ``torchrun_command(nproc, module, args)`` builds ``python -m torch.distributed.run --standalone
 --nproc_per_node=N -m module ...`` and refuses more processes than this machine has GPUs (or CPU
@@ -27,6 +29,7 @@ import torch
 from .._validation import require_positive_int
 
 FAILURE = re.compile(r"WORKER FAILED rank=(\d+): (.*)")
+NATIVE_CRASH = re.compile(r"terminate called|what\(\):|Fatal Python error|Segmentation fault")
 
 
 class WorkerError(RuntimeError):
@@ -89,7 +92,9 @@ def run_job(command: list[str], timeout: float = 60.0) -> str:
         failure = FAILURE.search(output)
         if failure:
             raise WorkerError(int(failure.group(1)), failure.group(2).strip(), output)
-        raise RuntimeError(f"the job exited with code {process.returncode}. Last output:\n{output[-2000:]}")
+        crash = "".join(f"\n  {line}" for line in output.splitlines() if NATIVE_CRASH.search(line))
+        cause = f" A process crashed outside Python:{crash}" if crash else ""
+        raise RuntimeError(f"the job exited with code {process.returncode}.{cause} Last output:\n{output[-2000:]}")
     return output
 
 

@@ -159,6 +159,8 @@ def main(argv=None) -> None:
             fail_rank=args.fail_rank,
             fail_step=args.fail_step,
         )
+        if distributed:
+            dist.barrier()  # rank 0 has written its files; no rank closes its connections while another still works
     except Exception as error:
         traceback.print_exc()
         print(f"{FAILURE_MARK}{rank}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
