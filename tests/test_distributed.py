@@ -125,7 +125,8 @@ def test_bad_input_is_explained():
 def test_a_crash_outside_python_is_quoted_even_when_the_report_is_long():
     crash = "print(\"terminate called after throwing an instance of 'gloo::IoException'\", flush=True);"
     crash += " print('report line ' * 400, flush=True); import os; os.abort()"
-    with pytest.raises(RuntimeError, match=r"crashed outside Python:\n  terminate called .*gloo::IoException") as caught:
+    quoted = r"crashed outside Python:\n  terminate called .*gloo::IoException"
+    with pytest.raises(RuntimeError, match=quoted) as caught:
         run_job([sys.executable, "-c", crash])
     assert "report line" in str(caught.value)  # the tail is still there
 
