@@ -45,8 +45,7 @@ convention for SQuAD); ``training_windows`` and ``WindowCollator`` turn every wi
 question into training rows, and ``decode_answer`` takes the best valid span over all the
 windows of a passage (``finetuning.best_span``).
 
-Word ids and character offsets come from the ``tokenizers`` engine inside ``WordPieceTokenizer``
-(``tokenizer._tokenizer``), the one place this module reaches into the tokenizer.
+Word ids and character offsets come from ``WordPieceTokenizer.encodings``.
 """
 
 from __future__ import annotations
@@ -327,12 +326,7 @@ def encode_words(tokenizer: WordPieceTokenizer, sentences, *, max_length: int = 
     for words in sentences:
         _require_words(words)
     require_positive_int("max_length", max_length)
-    engine = tokenizer._tokenizer
-    engine.enable_truncation(max_length=max_length)
-    try:
-        encodings = engine.encode_batch([list(words) for words in sentences], is_pretokenized=True)
-    finally:
-        engine.no_truncation()
+    encodings = tokenizer.encodings(sentences, pretokenized=True, max_length=max_length)
     longest = max(len(e.ids) for e in encodings)
     input_ids = torch.full((len(encodings), longest), tokenizer.pad_token_id)  # (batch, seq)
     attention_mask = torch.zeros(len(encodings), longest, dtype=torch.long)  # (batch, seq)
@@ -535,9 +529,7 @@ def question_windows(
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"`{name}` must be a non-empty string, got {describe(text)}.")
     require_positive_int("max_length", max_length)
-    engine = tokenizer._tokenizer
-    q = engine.encode(question, add_special_tokens=False)
-    c = engine.encode(context, add_special_tokens=False)
+    q, c = tokenizer.encodings([question, context], special_tokens=False)
     window = max_length - len(q.ids) - 3  # [CLS] question [SEP] window [SEP]
     if window < 2:
         room = max(window, 0)
@@ -558,7 +550,7 @@ def question_windows(
             f"0 <= answer_start < answer_end <= len(context) = {len(context)}."
         )
     spans = window_spans(len(c.ids), window, stride)  # (n, 2)
-    cls_id, sep_id = engine.token_to_id("[CLS]"), engine.token_to_id("[SEP]")
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
     n, seq = len(spans), max_length if len(spans) > 1 else len(q.ids) + 3 + len(c.ids)
     input_ids = torch.full((n, seq), tokenizer.pad_token_id)  # (n, seq)
     token_type_ids = torch.zeros(n, seq, dtype=torch.long)  # (n, seq)

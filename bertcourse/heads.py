@@ -30,7 +30,7 @@ from ._validation import (
 from .bert import BertModel, BertModelOutput, init_bert_weights
 from .config import BertConfig
 from .layernorm import LayerNorm, _layer_norm
-from .weights import HFWeightsMixin
+from .weights import PRETRAINING_HEAD_NAMES, HFWeightsMixin
 
 IGNORE_INDEX = -100  # a label that takes no part in the loss (Hugging Face's and PyTorch's convention)
 
@@ -112,12 +112,7 @@ class BertForPreTraining(HFWeightsMixin, nn.Module):
     ``next_sentence_label``: (batch,) 0 = B follows A, 1 = B is random.
     """
 
-    hf_head_names = (
-        ("cls.predictions.transform.dense.", "mlm.dense."),
-        ("cls.predictions.transform.LayerNorm.", "mlm.layer_norm."),
-        ("cls.predictions.bias", "mlm.bias"),
-        ("cls.seq_relationship.", "nsp."),
-    )
+    hf_head_names = PRETRAINING_HEAD_NAMES
     hf_architecture = "BertForPreTraining"
 
     def __init__(self, config: BertConfig | None = None):

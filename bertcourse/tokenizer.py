@@ -9,6 +9,7 @@ the model's 512 positions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -29,6 +30,8 @@ class WordPieceTokenizer:
         self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
         self.pad_token_id = self._tokenizer.token_to_id("[PAD]")
+        self.cls_token_id = self._tokenizer.token_to_id("[CLS]")
+        self.sep_token_id = self._tokenizer.token_to_id("[SEP]")
 
     @classmethod
     def from_folder(cls, folder) -> WordPieceTokenizer:
@@ -82,11 +85,8 @@ class WordPieceTokenizer:
             pairs = _as_strings("pairs", pairs)
             if len(pairs) != len(texts):
                 raise ValueError(f"`pairs` must have one entry per text ({len(texts)}), got {len(pairs)}.")
-        self._tokenizer.enable_truncation(max_length=max_length)
-        try:
+        with self._truncated_to(max_length):
             encodings = self._tokenizer.encode_batch(texts if pairs is None else list(zip(texts, pairs, strict=True)))
-        finally:
-            self._tokenizer.no_truncation()  # truncation is this call's, not the next one's
         longest = max(len(e.ids) for e in encodings)
         batch = {"input_ids": [], "token_type_ids": [], "attention_mask": []}
         for e in encodings:
@@ -95,6 +95,41 @@ class WordPieceTokenizer:
             batch["token_type_ids"].append(e.type_ids + [0] * padding)
             batch["attention_mask"].append([1] * len(e.ids) + [0] * padding)
         return {name: torch.tensor(rows, dtype=torch.long) for name, rows in batch.items()}
+
+    def encodings(self, texts, *, pretokenized: bool = False, max_length: int | None = None, special_tokens=True):
+        """The engine's encodings of ``texts``, one per text, for code that needs more than the ids.
+
+        Each has ``.ids``, ``.tokens``, ``.word_ids`` (the word each piece comes from, None for [CLS]
+        and [SEP]) and ``.offsets`` (each piece's characters in its text). ``pretokenized=True`` takes
+        lists of words instead of strings; ``max_length`` cuts each row (with its [CLS] and [SEP]);
+        ``special_tokens=False`` leaves [CLS] and [SEP] out.
+        """
+        if pretokenized:
+            if not (isinstance(texts, (list, tuple)) and texts and all(_is_word_list(words) for words in texts)):
+                raise ValueError(f"`texts` must be a non-empty list of lists of words, got {describe(texts)}.")
+            texts = [list(words) for words in texts]
+        else:
+            texts = _as_strings("texts", texts)
+        if max_length is not None and (not is_int(max_length) or max_length < 1):
+            raise ValueError(f"`max_length` must be a positive int or None, got {max_length!r}.")
+        with self._truncated_to(max_length):
+            return self._tokenizer.encode_batch(
+                texts, is_pretokenized=pretokenized, add_special_tokens=bool(special_tokens)
+            )
+
+    @contextlib.contextmanager
+    def _truncated_to(self, max_length: int | None):
+        """Truncation for one call only: the engine keeps its settings between calls."""
+        if max_length is not None:
+            self._tokenizer.enable_truncation(max_length=max_length)
+        try:
+            yield
+        finally:
+            self._tokenizer.no_truncation()
+
+
+def _is_word_list(words) -> bool:
+    return isinstance(words, (list, tuple)) and bool(words) and all(isinstance(w, str) for w in words)
 
 
 def _as_strings(name: str, texts) -> list[str]:

@@ -56,6 +56,14 @@ ENCODER_NAMES = (
 # Heads of Hugging Face's task models: a bare encoder drops them when it loads such a checkpoint.
 KNOWN_HEAD_PREFIXES = ("cls.", "classifier.", "qa_outputs.")
 
+# BertForPreTraining's heads (heads.py), named here so that renaming needs no model class.
+PRETRAINING_HEAD_NAMES = (
+    ("cls.predictions.transform.dense.", "mlm.dense."),
+    ("cls.predictions.transform.LayerNorm.", "mlm.layer_norm."),
+    ("cls.predictions.bias", "mlm.bias"),
+    ("cls.seq_relationship.", "nsp."),
+)
+
 # Keys a file may carry that no model weight corresponds to: the 0..511 buffer, and the MLM decoder,
 # whose weight is the word embeddings and whose bias is ``cls.predictions.bias``.
 DERIVED_KEYS = {"embeddings.position_ids", "cls.predictions.decoder.weight", "cls.predictions.decoder.bias"}
@@ -86,15 +94,13 @@ def hf_to_ours(key: str, prefixed: bool = False) -> str | None:
     Keys may come with or without Hugging Face's ``bert.`` prefix, and with the old ``gamma``/``beta``
     names of LayerNorm. A key that matches no pair comes back unchanged, so that it is reported.
     """
-    from .heads import BertForPreTraining
-
     key = _modern_key(key).removeprefix("bert.")
     if key in DERIVED_KEYS:
         return None
     renamed = rename(key, ENCODER_NAMES)
     if renamed is not None:
         return "bert." + renamed if prefixed else renamed
-    return rename(key, BertForPreTraining.hf_head_names) or key
+    return rename(key, PRETRAINING_HEAD_NAMES) or key
 
 
 def _modern_key(key: str) -> str:

@@ -110,6 +110,24 @@ def test_tokenizer_state_does_not_leak_between_calls_and_bad_input_is_explained(
             call()
 
 
+def test_encodings_give_word_ids_and_offsets_as_hugging_face_does_and_leave_no_truncation_behind():
+    _, tok = bc.load_pretrained()
+    reference = transformers.BertTokenizerFast.from_pretrained(str(default_weights_dir()))
+    words = [["Tokenization", "isn't", "hard"], ["a", "b"]]
+    ours = tok.encodings(words, pretokenized=True, max_length=5)
+    theirs = reference(words, is_split_into_words=True, truncation=True, max_length=5)
+    assert [e.ids for e in ours] == theirs["input_ids"]
+    assert [e.word_ids for e in ours] == [theirs.word_ids(i) for i in range(2)]
+    (plain,) = tok.encodings(["the cat sat"], special_tokens=False)
+    assert plain.tokens == ["the", "cat", "sat"] and plain.offsets == [(0, 3), (4, 7), (8, 11)]
+    assert len(tok.encodings(["word " * 600])[0].ids) == 602  # the truncation above was that call's only
+    assert (tok.cls_token_id, tok.sep_token_id) == (reference.cls_token_id, reference.sep_token_id)
+    with pytest.raises(ValueError, match=r"`texts` must be a non-empty list of lists of words, got str"):
+        tok.encodings("a b", pretokenized=True)
+    with pytest.raises(ValueError, match=r"`max_length` must be a positive int or None, got 0"):
+        tok.encodings(["a"], max_length=0)
+
+
 def test_a_cased_checkpoint_is_not_lowercased(tmp_path):
     (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "Hello", "hello"]))
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
