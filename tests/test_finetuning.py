@@ -356,7 +356,7 @@ def test_saliency_checks_its_target():
 def test_a_saved_classifier_loads_in_a_transformers_pipeline_and_answers_the_same(tmp_path):
     """save_pretrained (model, label map) + the tokenizer's vocab.txt: transformers.pipeline reads the folder
     and gives our model's label and probability for every text."""
-    from bertcourse.finetuning_data import predict_probabilities
+    from bertcourse.finetuning import predict_probabilities
 
     tok = bc.WordPieceTokenizer.from_folder(bc.pretrained.default_weights_dir())
     config = bc.BertConfig(

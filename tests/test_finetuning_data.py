@@ -1,5 +1,6 @@
-"""bertcourse.finetuning_data: review batches and metrics, the baselines, the two derived token-level tasks,
-question windows with a stride (equal to Hugging Face's overflowing windows), and answer decoding."""
+"""bertcourse.finetuning (reviews, baselines, tagging, qa): review batches and metrics, the baselines, the
+two derived token-level tasks, question windows with a stride (equal to Hugging Face's overflowing windows), and
+answer decoding."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 import bertcourse as bc
-from bertcourse import finetuning_data as fd
+from bertcourse import finetuning as ft
 from bertcourse.finetuning import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
 from bertcourse.pooling import mean_pooling
 from bertcourse.training import SeededBatches, evaluate, train
@@ -44,7 +45,7 @@ def tiny(tok, **kwargs):
 
 
 def test_review_collator_gives_what_the_classifier_takes(tok):
-    batch = fd.ReviewCollator(tok, max_length=8)(REVIEWS[:3])
+    batch = ft.ReviewCollator(tok, max_length=8)(REVIEWS[:3])
     assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "labels"}
     assert batch["input_ids"].shape[1] <= 8 and batch["labels"].tolist() == [1, 0, 0]
     model = BertForSequenceClassification(tiny(tok), num_labels=2)
@@ -62,11 +63,11 @@ def test_review_collator_gives_what_the_classifier_takes(tok):
 )
 def test_bad_review_batches_are_explained(tok, examples, error, match):
     with pytest.raises(error, match=match):
-        fd.ReviewCollator(tok)(examples)
+        ft.ReviewCollator(tok)(examples)
 
 
 def test_review_batches_cover_every_example_once_shortest_first(tok):
-    batches = fd.review_batches(REVIEWS, tok, batch_size=2)
+    batches = ft.review_batches(REVIEWS, tok, batch_size=2)
     assert [len(b["labels"]) for b in batches] == [2, 2, 1]
     assert sorted(sum((b["labels"].tolist() for b in batches), [])) == sorted(y for _, y in REVIEWS)
     lengths = [int(b["attention_mask"].sum(1).max()) for b in batches]
@@ -75,30 +76,30 @@ def test_review_batches_cover_every_example_once_shortest_first(tok):
 
 def test_metrics_and_probabilities(tok):
     model = BertForSequenceClassification(tiny(tok), num_labels=2).train()
-    figures = evaluate(model, fd.review_batches(REVIEWS, tok, batch_size=2), fd.classification_metrics)
+    figures = evaluate(model, ft.review_batches(REVIEWS, tok, batch_size=2), ft.classification_metrics)
     assert set(figures) == {"loss", "accuracy"} and 0 <= figures["accuracy"] <= 1
-    p = fd.predict_probabilities(model, tok, [text for text, _ in REVIEWS], batch_size=2)
+    p = ft.predict_probabilities(model, tok, [text for text, _ in REVIEWS], batch_size=2)
     assert p.shape == (5, 2) and model.training  # its mode given back
     torch.testing.assert_close(p.sum(1), torch.ones(5))
     accuracy = (p.argmax(1) == torch.tensor([y for _, y in REVIEWS])).float().mean()
     assert abs(float(accuracy) - figures["accuracy"]) < 1e-6
     with pytest.raises(ValueError, match=r"an empty batch has nothing to predict"):
-        fd.predict_probabilities(model, tok, [])
+        ft.predict_probabilities(model, tok, [])
 
 
 def test_majority_class():
-    assert fd.majority_class([1, 0, 1, 1]) == 1
-    assert fd.majority_class([1, 0]) == 0  # a tie goes to the smaller label
+    assert ft.majority_class([1, 0, 1, 1]) == 1
+    assert ft.majority_class([1, 0]) == 0  # a tie goes to the smaller label
     with pytest.raises(ValueError, match=r"non-empty list of int labels"):
-        fd.majority_class([])
+        ft.majority_class([])
 
 
 # --- baselines -----------------------------------------------------------------------------------
 
 
 def test_bag_of_words_is_logistic_regression_on_word_counts():
-    assert fd.words_of("Don't go, Bob!") == ["don't", "go", ",", "bob", "!"]
-    bow = fd.BagOfWords.from_texts([text for text, _ in REVIEWS] * 2, min_count=2)
+    assert ft.words_of("Don't go, Bob!") == ["don't", "go", ",", "bob", "!"]
+    bow = ft.BagOfWords.from_texts([text for text, _ in REVIEWS] * 2, min_count=2)
     assert "dull" in bow.vocabulary and "zebra" not in bow.vocabulary
     with torch.no_grad():
         bow.weights.weight.normal_()
@@ -111,7 +112,7 @@ def test_bag_of_words_is_logistic_regression_on_word_counts():
 
 
 def test_bag_of_words_learns_with_the_course_loop():
-    bow = fd.BagOfWords.from_texts([text for text, _ in REVIEWS], min_count=1)
+    bow = ft.BagOfWords.from_texts([text for text, _ in REVIEWS], min_count=1)
     history = train(bow, SeededBatches(REVIEWS, 5, bow.collate), steps=30, lr=0.1, weight_decay=0.0, progress=False)
     assert history.train["loss"][-1] < 0.1 < history.train["loss"][0]
 
@@ -119,7 +120,7 @@ def test_bag_of_words_learns_with_the_course_loop():
 def test_sentence_features_are_the_encoders_vectors_in_the_texts_order(tok):
     encoder = bc.BertModel(tiny(tok)).eval()
     texts = [text for text, _ in REVIEWS]
-    features = fd.sentence_features(encoder, tok, texts, batch_size=2)
+    features = ft.sentence_features(encoder, tok, texts, batch_size=2)
     batch = tok(texts)
     with torch.no_grad():
         out = encoder(**batch)
@@ -134,12 +135,12 @@ def test_linear_probe_trains_on_fixed_features():
     g = torch.Generator().manual_seed(0)
     features = torch.randn(40, 6, generator=g)
     labels = (features[:, 0] > 0).long().tolist()
-    probe = fd.LinearProbe(6)
-    examples = fd.LinearProbe.examples(features, labels)
+    probe = ft.LinearProbe(6)
+    examples = ft.LinearProbe.examples(features, labels)
     train(probe, SeededBatches(examples, 10, probe.collate), steps=100, lr=0.05, weight_decay=0.0, progress=False)
-    assert evaluate(probe, [probe.collate(examples)], fd.classification_metrics)["accuracy"] > 0.9
+    assert evaluate(probe, [probe.collate(examples)], ft.classification_metrics)["accuracy"] > 0.9
     with pytest.raises(ValueError, match=r"one label per row of `features` \(40\), got 3"):
-        fd.LinearProbe.examples(features, [0, 1, 0])
+        ft.LinearProbe.examples(features, [0, 1, 0])
     with pytest.raises(ValueError, match=r"`examples` is an empty batch"):
         probe.collate([])
 
@@ -148,8 +149,8 @@ def test_linear_probe_trains_on_fixed_features():
 
 
 def test_name_labels_follow_the_capitals_of_the_original_text():
-    [(words, labels)] = fd.name_tagging_examples(['Later, young Jack Sparrow meets "Will Turner" in Port Royal.'])
-    tags = {w: fd.NAME_LABELS[y] if y >= 0 else None for w, y in zip(words, labels, strict=True)}
+    [(words, labels)] = ft.name_tagging_examples(['Later, young Jack Sparrow meets "Will Turner" in Port Royal.'])
+    tags = {w: ft.NAME_LABELS[y] if y >= 0 else None for w, y in zip(words, labels, strict=True)}
     assert words[:6] == ["Later", ",", "young", "Jack", "Sparrow", "meets"]
     assert [tags[w] for w in ("Later", "young", "Jack", "Sparrow", "Will", "Turner", "Port", "Royal")] == [
         None,  # the first word of a sentence: capitalised whatever it is
@@ -164,14 +165,14 @@ def test_name_labels_follow_the_capitals_of_the_original_text():
 
 
 def test_tagging_collator_labels_first_pieces(tok):
-    examples = fd.name_tagging_examples(["The ghost of Claudius haunts Elsinore tonight."])
-    batch = fd.TaggingCollator(tok)(examples)
-    _, word_ids = fd.encode_words(tok, [examples[0][0]])
+    examples = ft.name_tagging_examples(["The ghost of Claudius haunts Elsinore tonight."])
+    batch = ft.TaggingCollator(tok)(examples)
+    _, word_ids = ft.encode_words(tok, [examples[0][0]])
     assert batch["labels"][0].tolist() == bc.finetuning.align_word_labels(word_ids[0], examples[0][1]).tolist()
     pieces = tok.convert_ids_to_tokens(batch["input_ids"][0])
     named = [p for p, y in zip(pieces, batch["labels"][0].tolist(), strict=True) if y == 1]
     assert named == ["claudius", "elsinore"] or named[0].startswith("cl")  # a name's first piece only
-    model = BertForTokenClassification(tiny(tok), num_labels=3, label_names=list(fd.NAME_LABELS))
+    model = BertForTokenClassification(tiny(tok), num_labels=3, label_names=list(ft.NAME_LABELS))
     assert model(**batch).loss.dim() == 0
 
 
@@ -186,7 +187,7 @@ def test_tagging_collator_labels_first_pieces(tok):
 )
 def test_bad_tagging_batches_are_explained(tok, examples, error, match):
     with pytest.raises(error, match=match):
-        fd.TaggingCollator(tok)(examples)
+        ft.TaggingCollator(tok)(examples)
 
 
 # --- who-questions, windows and answers ------------------------------------------------------------
@@ -198,7 +199,7 @@ SUMMARY = (
 
 
 def test_who_questions_turn_a_sentence_about_a_name_into_a_question():
-    [example] = fd.who_questions([SUMMARY])
+    [example] = ft.who_questions([SUMMARY])
     assert example.question == "Who hides a letter from his father?"
     assert example.answer == "Anna" and SUMMARY[example.answer_start : example.answer_end] == "Anna"
     assert example.answer_start == SUMMARY.index("Anna hides")  # the subject of that sentence, not the first Anna
@@ -206,8 +207,8 @@ def test_who_questions_turn_a_sentence_about_a_name_into_a_question():
 
 def test_question_windows_hold_the_answer_and_equal_hugging_faces_overflowing_windows(tok):
     transformers = pytest.importorskip("transformers")
-    [example] = fd.who_questions([SUMMARY])
-    windows = fd.question_windows(
+    [example] = ft.who_questions([SUMMARY])
+    windows = ft.question_windows(
         tok,
         example.question,
         SUMMARY,
@@ -243,8 +244,8 @@ def test_question_windows_hold_the_answer_and_equal_hugging_faces_overflowing_wi
 
 
 def test_decode_answer_takes_the_best_span_over_the_windows(tok):
-    [example] = fd.who_questions([SUMMARY])
-    windows = fd.question_windows(
+    [example] = ft.who_questions([SUMMARY])
+    windows = ft.question_windows(
         tok,
         example.question,
         SUMMARY,
@@ -258,7 +259,7 @@ def test_decode_answer_takes_the_best_span_over_the_windows(tok):
     row = int((windows.start_positions > 0).nonzero()[-1])
     start[row, windows.start_positions[row]] = end[row, windows.end_positions[row]] = 5.0
     start[:, 1] = end[:, 1] = 50.0  # a question token: never an answer
-    text, first, last, score = fd.decode_answer(windows, start, end, SUMMARY)
+    text, first, last, score = ft.decode_answer(windows, start, end, SUMMARY)
     assert (text, first, last, score) == ("Anna", example.answer_start, example.answer_end, 10.0)
     model = BertForQuestionAnswering(tiny(tok))
     out = model(**windows.batch, start_positions=windows.start_positions, end_positions=windows.end_positions)
@@ -288,13 +289,13 @@ def test_decode_answer_takes_the_best_span_over_the_windows(tok):
 def test_bad_question_windows_are_explained(tok, kwargs, error, match):
     arguments = {"question": "Who runs a bakery?", "context": SUMMARY, "max_length": 32, **kwargs}
     with pytest.raises(error, match=match):
-        fd.question_windows(tok, **arguments)
+        ft.question_windows(tok, **arguments)
 
 
 def test_training_windows_are_every_window_of_every_question_padded_by_the_collator(tok):
-    examples = fd.who_questions([SUMMARY])
-    rows = fd.training_windows(tok, examples, max_length=24, stride=6)
-    windows = fd.question_windows(
+    examples = ft.who_questions([SUMMARY])
+    rows = ft.training_windows(tok, examples, max_length=24, stride=6)
+    windows = ft.question_windows(
         tok,
         examples[0].question,
         SUMMARY,
@@ -305,11 +306,18 @@ def test_training_windows_are_every_window_of_every_question_padded_by_the_colla
     )
     assert len(rows) == len(windows.spans)
     assert [int(r["start_positions"]) for r in rows] == windows.start_positions.tolist()
-    batch = fd.WindowCollator(tok)(rows)
+    batch = ft.WindowCollator(tok)(rows)
     assert batch["input_ids"].shape == windows.batch["input_ids"].shape
     assert torch.equal(batch["input_ids"], windows.batch["input_ids"])
     assert torch.equal(batch["attention_mask"], windows.batch["attention_mask"])
     with pytest.raises(ValueError, match=r"`rows` is an empty batch"):
-        fd.WindowCollator(tok)([])
+        ft.WindowCollator(tok)([])
     with pytest.raises(ValueError, match=r"non-empty list of QAExample"):
-        fd.training_windows(tok, [])
+        ft.training_windows(tok, [])
+
+
+def test_the_older_import_paths_still_work():
+    from bertcourse import finetuning_data, finetuning_table
+
+    assert finetuning_data.best_span is ft.best_span and finetuning_data.ReviewCollator is ft.ReviewCollator
+    assert finetuning_table.load_table is ft.table.load_table and callable(finetuning_table.main)

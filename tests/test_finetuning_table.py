@@ -1,4 +1,4 @@
-"""bertcourse.finetuning_table: each row's function on tiny data, the learning rate chosen on dev and reported on
+"""bertcourse.finetuning.table: each row's function on tiny data, the learning rate chosen on dev and reported on
 test over seeds, the tiny-BERT rows on a shipped-run folder, the script writing and merging its JSON, and the
 committed table the notebook prints."""
 
@@ -11,8 +11,7 @@ import pytest
 import torch
 
 import bertcourse as bc
-from bertcourse import finetuning_table as table
-from bertcourse.finetuning import BertForSequenceClassification
+from bertcourse.finetuning import BertForSequenceClassification, table
 from bertcourse.heads import BertForPreTraining
 from bertcourse.pretraining import SHIPPED_RUN, tiny_config, train_wordpiece
 
@@ -214,7 +213,7 @@ def test_the_committed_table_has_every_row_of_the_notebook():
         "over",
         "seeds",
     ]
-    with pytest.raises(FileNotFoundError, match=r"run `python -m bertcourse.finetuning_table`"):
+    with pytest.raises(FileNotFoundError, match=r"run `python -m bertcourse.finetuning.table`"):
         table.load_table("missing.json")
 
 

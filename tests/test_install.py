@@ -84,7 +84,7 @@ def built(tmp_path_factory):
 
 def test_the_package_has_data_to_carry():
     # Without one data file the checks below would pass on a wheel of .py files only.
-    assert "bertcourse/finetuning_table.json" in _package_data(TRACKED)
+    assert "bertcourse/finetuning/table.json" in _package_data(TRACKED)
 
 
 def test_the_wheel_holds_every_tracked_data_file(built):
@@ -125,7 +125,7 @@ def test_the_installed_wheel_imports_and_reads_its_table(built):
     program = """
 import json, sys
 import bertcourse
-from bertcourse import finetuning_table
+from bertcourse.finetuning import table as finetuning_table
 table = finetuning_table.load_table()
 modules = sorted({m.__file__ for name, m in sys.modules.items()
                   if name.split(".")[0] == "bertcourse" and getattr(m, "__file__", None)})

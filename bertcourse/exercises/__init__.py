@@ -74,7 +74,7 @@ positional     04: sinusoidal_position_encoding, sinusoidal_positions, alibi_bia
 multihead      05: split_heads, merge_heads, split_fused_qkv, multi_head_attention, torch_multi_head_attention
 layernorm_ffn  06: layer_norm, feed_forward, post_ln_layer, pre_ln_layer, parallel_layer, pre_ln_stack
 bert           07: bert_embeddings, mlm_head, hf_to_ours, count_parameters
-inside, pretraining, fine_tuning, long_inputs, precision   08-12, the later parts
+inside, pretraining, finetuning, long_inputs, precision   08-12, the later parts
 """
 
 from .records import CheckResult, Exercise, Knob, Mistake

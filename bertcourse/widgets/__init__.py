@@ -44,7 +44,7 @@ from .explorers import (
     ResidualExplorer,
     ScalingExplorer,
 )
-from .fine_tuning import SaliencyExplorer  # notebook 10
+from .finetuning import SaliencyExplorer  # notebook 10
 from .inside import ModelViewExplorer, NeuronViewExplorer  # notebook 08
 from .long_inputs import WindowExplorer  # notebook 11
 from .precision import LossScaleExplorer, NumberFormatExplorer  # notebook 12

@@ -25,7 +25,7 @@ from ..finetuning import (
     classification_logits,
     predict_labels,
 )
-from ..finetuning_table import choose_on_dev
+from ..finetuning.table import choose_on_dev
 from ..heads import IGNORE_INDEX
 from .random_inputs import _randn
 from .records import Case, Exercise, Knob, Mistake

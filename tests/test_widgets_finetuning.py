@@ -9,7 +9,7 @@ import torch
 
 import bertcourse as bc
 from bertcourse.finetuning import BertForSequenceClassification, gradient_x_input, occlusion
-from bertcourse.widgets.fine_tuning import METHODS, SaliencyExplorer
+from bertcourse.widgets.finetuning import METHODS, SaliencyExplorer
 
 matplotlib.use("Agg")
 

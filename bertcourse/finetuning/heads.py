@@ -18,19 +18,8 @@ fine-tuning end to end trains it with the rest, which is why the sequence classi
 Hugging Face's design rather than a representation of its own. Labels are checked at the
 border; their values on CPU tensors only (the rule of ``bertcourse._validation``).
 
-Each shape brings a word-piece problem, solved here once:
-
-- **word labels -> piece labels** (``align_word_labels``): a word cut into several pieces keeps its
-  label on its *first* piece; its other pieces, [CLS], [SEP] and padding get -100, which the loss
-  skips. Labelling every piece would count a long word several times in the loss and, read back,
-  turn one name into several. ``word_predictions`` reads a tagger's output back the same way: one
-  prediction per word, from its first piece.
-- **start and end logits -> an answer** (``best_span``): not the two argmaxes (the end may come
-  before the start), but the best-scoring span with start <= end, at most ``max_answer_length``
-  tokens, both ends inside the passage (never in the question, never [CLS]).
-- **what pushes a prediction** (``gradient_x_input``, ``occlusion``): two saliency scores per token
-  of a sequence classifier's input, the gradient of the log-probability times the input embedding,
-  and the change of the probability when the token is left out.
+``classification_logits`` is the sentence head written out by hand (the exercise's reference), and
+``predict_labels`` the predictions of a model in eval mode, without gradients.
 """
 
 from __future__ import annotations
@@ -41,19 +30,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validation import (
+from .._validation import (
     can_check_values,
     describe,
-    is_int,
     require_float_tensor,
     require_integer_tensor,
     require_positive_int,
-    require_tensor,
 )
-from .bert import BertModel, BertModelOutput, init_bert_weights
-from .config import BertConfig
-from .heads import IGNORE_INDEX
-from .weights import HFWeightsMixin
+from ..bert import BertModel, BertModelOutput, init_bert_weights
+from ..config import BertConfig
+from ..heads import IGNORE_INDEX
+from ..weights import HFWeightsMixin
 
 
 @dataclasses.dataclass
@@ -223,83 +210,6 @@ def _batch_shape(input_ids) -> tuple[int] | None:
     return (input_ids.shape[0],) if isinstance(input_ids, torch.Tensor) and input_ids.dim() else None
 
 
-# --- word labels and word pieces -----------------------------------------------------------------
-
-
-def align_word_labels(word_ids, word_labels, num_labels: int | None = None) -> torch.Tensor:
-    """One label per word piece from one label per word: the word's label on its first piece, -100 elsewhere.
-
-    ``word_ids``: for each piece of the input, the index of the word it comes from, or None for [CLS],
-    [SEP] and padding (what a ``tokenizers`` encoding's ``.word_ids`` holds). ``word_labels``: one class
-    index per word (-100 for a word without a label). With ``num_labels``, every label must be a class.
-    Returns a long tensor (n_pieces,).
-    """
-    word_ids = _require_word_ids(word_ids)
-    if not isinstance(word_labels, (list, tuple)) or not all(is_int(label) for label in word_labels):
-        raise TypeError(f"`word_labels` must be a list of int labels, one per word, got {describe(word_labels)}.")
-    n_words = max((w for w in word_ids if w is not None), default=-1) + 1
-    if len(word_labels) < n_words:
-        raise ValueError(
-            f"`word_labels` has {len(word_labels)} labels, but the pieces come from {n_words} words: "
-            "give one label per word (-100 for a word without one)."
-        )
-    if num_labels is not None:
-        require_positive_int("num_labels", num_labels)
-        outside = [label for label in word_labels if label != IGNORE_INDEX and not 0 <= label < num_labels]
-        if outside:
-            raise ValueError(
-                f"`word_labels` contains {outside[0]}, outside the classes 0..{num_labels - 1}; "
-                f"{IGNORE_INDEX} marks a word without a label."
-            )
-    return _align_word_labels(word_ids, list(word_labels))
-
-
-def _align_word_labels(word_ids, word_labels):
-    labels, previous = [], None
-    for word in word_ids:
-        if word is None:
-            labels.append(IGNORE_INDEX)  # [CLS], [SEP], padding: no word, no label
-        elif word != previous:
-            labels.append(word_labels[word])  # the first piece of a word carries its label
-        else:
-            labels.append(IGNORE_INDEX)  # the word's other pieces: skipped by the loss
-        previous = word
-    return torch.tensor(labels, dtype=torch.long)  # (n_pieces,)
-
-
-def word_predictions(piece_predictions: torch.Tensor, word_ids) -> torch.Tensor:
-    """A tagger's prediction for each word, read from the word's first piece: a long tensor (n_words,).
-
-    ``piece_predictions``: (n_pieces,), e.g. ``logits[0].argmax(-1)``; ``word_ids`` as in ``align_word_labels``.
-    Words are listed in the order of their first pieces.
-    """
-    word_ids = _require_word_ids(word_ids)
-    require_tensor("piece_predictions", piece_predictions, ndim=1)
-    if len(piece_predictions) != len(word_ids):
-        raise ValueError(
-            f"`piece_predictions` must have one entry per piece ({len(word_ids)}), got {describe(piece_predictions)}."
-        )
-    firsts = [i for i, w in enumerate(word_ids) if w is not None and (i == 0 or word_ids[i - 1] != w)]
-    return piece_predictions[torch.tensor(firsts, dtype=torch.long)]  # (n_words,)
-
-
-def _require_word_ids(word_ids) -> list:
-    if isinstance(word_ids, torch.Tensor) or not isinstance(word_ids, (list, tuple)):
-        raise TypeError(
-            "`word_ids` must be a list with one entry per piece: the index of its word, or None for "
-            f"[CLS], [SEP] and padding, got {describe(word_ids)}."
-        )
-    if not word_ids:
-        raise ValueError("`word_ids` is empty: an encoded text has at least its [CLS] and [SEP] pieces.")
-    for w in word_ids:
-        if w is not None and not (is_int(w) and w >= 0):
-            raise TypeError(f"`word_ids` must hold word indices (ints >= 0) or None, got {w!r}.")
-    return list(word_ids)
-
-
-# --- the sentence head by hand, and predictions in eval mode -------------------------------------
-
-
 def classification_logits(
     hidden_states: torch.Tensor,
     pooler_weight: torch.Tensor,
@@ -358,113 +268,3 @@ def _predict_labels(model, batches):
     finally:
         model.train(was_training)  # give the model back as we found it
     return torch.cat(predictions)  # (n,)
-
-
-# --- answer spans --------------------------------------------------------------------------------
-
-
-def best_span(
-    start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor, max_answer_length: int = 30
-) -> torch.Tensor:
-    """The best valid answer span of each input: a long tensor (..., 2) of [start, end] token indices, end included.
-
-    start_logits, end_logits: (..., seq); context_mask: (..., seq) bool, True at the passage's tokens (not
-    the question, not [CLS], [SEP] or padding). A span is valid when start <= end, it has at most
-    ``max_answer_length`` tokens and both ends are in the passage; its score is start_logit + end_logit.
-    An input without any passage token gets [0, 0], the [CLS] token: "no answer here".
-    """
-    require_float_tensor("start_logits", start_logits, min_dim=1)
-    require_float_tensor("end_logits", end_logits, min_dim=1, like=start_logits, like_name="`start_logits`")
-    require_tensor("context_mask", context_mask)
-    for name, tensor in (("end_logits", end_logits), ("context_mask", context_mask)):
-        if tensor.shape != start_logits.shape:
-            raise ValueError(
-                f"`{name}` must have the shape of `start_logits` {tuple(start_logits.shape)}, got {describe(tensor)}."
-            )
-    if context_mask.dtype != torch.bool:
-        raise TypeError(f"`context_mask` must be a bool tensor (True = a passage token), got {describe(context_mask)}.")
-    require_positive_int("max_answer_length", max_answer_length)
-    return _best_span(start_logits, end_logits, context_mask, max_answer_length)
-
-
-def _best_span(start_logits, end_logits, context_mask, max_answer_length):
-    seq = start_logits.shape[-1]
-    scores = start_logits[..., :, None] + end_logits[..., None, :]  # (..., seq, seq): span (start i, end j)
-    i = torch.arange(seq, device=start_logits.device)  # (seq,)
-    length = i[None, :] - i[:, None] + 1  # (seq, seq): j - i + 1 tokens
-    valid = (length >= 1) & (length <= max_answer_length)  # (seq, seq): start <= end, not too long
-    valid = valid & context_mask[..., :, None] & context_mask[..., None, :]  # (..., seq, seq): both in the passage
-    scores = scores.masked_fill(~valid, float("-inf"))  # (..., seq, seq)
-    best = scores.flatten(-2).argmax(dim=-1)  # (...,): the best span's flat index; 0 ([CLS]) if none is valid
-    return torch.stack([best // seq, best % seq], dim=-1)  # (..., 2): [start, end]
-
-
-# --- what pushes a prediction --------------------------------------------------------------------
-
-
-def gradient_x_input(model: BertForSequenceClassification, batch: dict, target: int) -> torch.Tensor:
-    """(batch, seq) saliency of each token for class ``target``: d log p(target) / d e_i . e_i, summed over the
-    features of the token's word embedding e_i (positive: the token pushes towards ``target``).
-
-    Computed in eval mode (dropout off); the model's mode and its gradients are left as they were.
-    """
-    _require_classifier(model, target)
-    captured = {}
-
-    def keep(module, inputs, output):
-        output.retain_grad()
-        captured["embeddings"] = output  # (batch, seq, hidden)
-
-    device = model.classifier.weight.device
-    batch = {name: value.to(device) for name, value in batch.items()}
-    was_training = model.training
-    model.eval()
-    handle = model.bert.embeddings.word_embeddings.register_forward_hook(keep)
-    try:
-        with torch.enable_grad():
-            logits = model(**batch).logits  # (batch, num_labels)
-            log_p = logits.log_softmax(dim=-1)[:, target]  # (batch,)
-            (grad,) = torch.autograd.grad(log_p.sum(), captured["embeddings"])  # (batch, seq, hidden)
-    finally:
-        handle.remove()
-        model.train(was_training)
-    return (grad * captured["embeddings"]).sum(dim=-1).detach()  # (batch, seq)
-
-
-def occlusion(model: BertForSequenceClassification, batch: dict, target: int) -> torch.Tensor:
-    """(seq,) saliency of each token of one input for class ``target``: p(target) minus p(target) with the token
-    left out (positive: without it the model believes ``target`` less). [CLS], [SEP] and padding get 0.
-
-    ``batch`` holds one input (batch size 1); one forward pass runs every input with one token removed.
-    """
-    _require_classifier(model, target)
-    input_ids = batch["input_ids"]
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.shape[0] != 1:
-        raise ValueError(f"`batch['input_ids']` must hold one input, shape (1, seq), got {describe(input_ids)}.")
-    mask = batch.get("attention_mask", torch.ones_like(input_ids))[0].bool().cpu()  # (seq,)
-    ids = input_ids[0].cpu()[mask].to(model.classifier.weight.device)  # (n,): the real tokens, [CLS] first, [SEP] last
-    n = len(ids)
-    keep = ~torch.eye(n, dtype=torch.bool, device=ids.device)[1:-1]  # (n - 2, n): row k leaves out token k + 1
-    variants = ids.expand(n - 2, n)[keep].view(n - 2, n - 1)  # (n - 2, n - 1)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            p_full = model(ids[None]).logits.softmax(dim=-1)[0, target]  # ()
-            p_without = model(variants).logits.softmax(dim=-1)[:, target] if n > 2 else ids.new_zeros(0).float()
-    finally:
-        model.train(was_training)
-    scores = torch.zeros(input_ids.shape[1])  # (seq,)
-    positions = mask.nonzero().flatten()[1:-1]  # (n - 2,): where the words sit in the input
-    scores[positions] = (p_full - p_without).cpu()  # (n - 2,)
-    return scores
-
-
-def _require_classifier(model, target) -> None:
-    if not isinstance(model, BertForSequenceClassification):
-        raise TypeError(f"`model` must be a BertForSequenceClassification, got {describe(model)}.")
-    if not is_int(target) or not 0 <= target < model.num_labels:
-        raise ValueError(
-            f"`target` must be a class index 0..{model.num_labels - 1} ({', '.join(model.label_names)}), "
-            f"got {target!r}."
-        )

@@ -88,7 +88,7 @@ def test_a_list_instead_of_a_tensor_is_explained():
 
 def test_the_references_of_the_head_and_the_predictions_are_the_models_own():
     """classification_logits is the classifier's head in eval mode; predict_labels its argmax, mode given back."""
-    from bertcourse.exercises.fine_tuning import _predict_batches, _predict_model
+    from bertcourse.exercises.finetuning import _predict_batches, _predict_model
 
     model = _predict_model(True)
     batches = _predict_batches(torch.Generator().manual_seed(0), (3, 2))
@@ -118,7 +118,7 @@ def test_choose_on_dev_never_looks_at_test_to_choose():
 
 
 def finetuning_table_choose(runs):
-    from bertcourse.finetuning_table import choose_on_dev
+    from bertcourse.finetuning.table import choose_on_dev
 
     return choose_on_dev(runs)
 
