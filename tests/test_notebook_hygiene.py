@@ -65,6 +65,15 @@ def test_executed_top_to_bottom_in_one_kernel(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_kernelspec_is_the_one_the_kernel_reports(path: Path) -> None:
+    # JupyterLab rewrites a kernelspec that differs from the running kernel's, and marks the notebook changed.
+    from ipykernel.kernelspec import get_kernel_dict
+
+    spec = nbformat.read(path, as_version=4).metadata.get("kernelspec", {})
+    assert spec == {"display_name": get_kernel_dict()["display_name"], "language": "python", "name": "python3"}, spec
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_error_or_stderr_output(path: Path) -> None:
     for index, cell in enumerate(code_cells(path)):
         for output in cell.outputs:
