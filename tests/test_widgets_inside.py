@@ -4,6 +4,7 @@ sentence redraws, and bad input is a message in the widget, never an exception."
 import math
 import time
 
+import ipywidgets as widgets
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
@@ -18,7 +19,7 @@ from torch.testing import assert_close
 import bertcourse as bc
 from bertcourse import inside
 from bertcourse.widgets import ModelViewExplorer, NeuronViewExplorer
-from bertcourse.widgets._base import DEFAULT_TEXT
+from bertcourse.widgets._base import DEFAULT_TEXT, NOTHING_TO_DRAW
 from bertcourse.widgets.inside import heads_mosaic
 
 matplotlib.use("Agg")
@@ -31,7 +32,7 @@ pytestmark = [
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 TEXT = "The dog chased the ball across the garden."
-ERROR_COLOUR = "#b00020"
+ERROR_COLOUR = "#a50f15"  # message_figure's red
 MARK = "#ff5a1f"  # the chosen key's bar
 
 
@@ -74,7 +75,7 @@ def test_model_view_draws_every_head_and_enlarges_the_chosen_one(pretrained, mod
     tokens, maps = model_maps(pretrained, TEXT)
     model_view.layer.value, model_view.head.value = 4, 5
     drawn = model_view.drawn
-    assert drawn["message"] is None and model_view.status.value == ""
+    assert drawn["message"] is None
     assert drawn["tokens"] == tokens
     assert_close(drawn["maps"], maps)
     assert_close(drawn["matrix"], maps[4, 5])
@@ -152,10 +153,12 @@ def test_model_view_answers_bad_sentences_with_a_message(model_view, text, messa
     drawn = model_view.drawn
     assert drawn["message"].startswith(message)
     assert drawn["matrix"] is None
-    assert message in model_view.status.value.replace("&#x27;", "'") and ERROR_COLOUR in model_view.status.value
-    assert message in drawn["figure"].axes[0].texts[0].get_text().replace("\n", " ")
+    said = drawn["figure"].axes[0].texts[0]
+    assert message in said.get_text().replace("\n", " ") and same_color(said.get_color(), ERROR_COLOUR)
+    assert drawn["title"] == NOTHING_TO_DRAW
+    assert not any(isinstance(row, widgets.HTML) for row in model_view.widget.children)  # said once, in the picture
     model_view.text.value = TEXT  # and it recovers
-    assert model_view.drawn["message"] is None and model_view.status.value == ""
+    assert model_view.drawn["message"] is None
 
 
 def test_model_view_answers_a_layer_the_model_does_not_have_with_a_message(model_view):
@@ -255,7 +258,7 @@ def test_neuron_view_answers_bad_input_with_a_message(neuron):
     neuron.layer.max = 8
     neuron.layer.value = 6
     assert neuron.drawn["message"] == "`layer` must be from 0 to 5 (the model has 6 layers), got 6."
-    assert ERROR_COLOUR in neuron.status.value
+    assert same_color(neuron.drawn["figure"].axes[0].texts[0].get_color(), ERROR_COLOUR)
 
 
 # --- both -------------------------------------------------------------------------------------------------

@@ -3,9 +3,15 @@
 An explorer subclass builds its controls, calls ``_assemble`` and implements ``_draw(**values)``,
 which draws one matplotlib figure and returns a dict with at least ``"figure"`` (and, by the
 course's convention, ``"matrix"`` and ``"title"``: what was drawn, for tests to assert on).
+
+Bad input is said one way in every explorer: ``nothing_drawn(message)`` puts the message in red where the
+picture would be, titled "nothing to draw", and in ``drawn["message"]`` (None when the picture was drawn);
+never a traceback, never twice. ``sentence_box``, ``layer_and_head`` are the controls several explorers share.
 """
 
 from __future__ import annotations
+
+import textwrap
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -31,6 +37,29 @@ def message_figure(message: str, height: float = 1.4):
     ax.set_axis_off()
     ax.set_title(NOTHING_TO_DRAW)
     return figure
+
+
+def nothing_drawn(message: str, height: float = 1.4, **values) -> dict:
+    """What an explorer returns for input it cannot draw: ``values``, the message, and its picture."""
+    figure = message_figure(textwrap.fill(message, 90), height=height)
+    return {**values, "matrix": None, "title": NOTHING_TO_DRAW, "figure": figure, "message": message}
+
+
+def sentence_box(text: str) -> widgets.Text:
+    """The sentence to look at: the explorer redraws when you press Enter or leave the box."""
+    return widgets.Text(
+        value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
+    )
+
+
+def layer_and_head(layer: int, head: int, num_layers: int, num_heads: int) -> tuple[widgets.IntSlider, ...]:
+    """Two sliders over the model's layers and heads, after checking that the start values exist."""
+    _require_in_range("layer", layer, 0, num_layers - 1)
+    _require_in_range("head", head, 0, num_heads - 1)
+    return (
+        widgets.IntSlider(value=layer, min=0, max=num_layers - 1, description="layer", continuous_update=False),
+        widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False),
+    )
 
 
 class _Explorer:

@@ -25,7 +25,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
 from ..finetuning import BertForSequenceClassification, gradient_x_input, occlusion
-from ._base import NOTHING_TO_DRAW, WIDE, _Explorer, message_figure
+from ._base import WIDE, _Explorer, nothing_drawn
 
 DEFAULT_REVIEW = "A witty, touching film, although the second half drags on far too long."
 METHODS = ("gradient × input", "occlusion")
@@ -68,16 +68,7 @@ class SaliencyExplorer(_Explorer):
     def _draw(self, text: str, method: str) -> dict:
         message = self._problem(text)
         if message is not None:
-            figure, title = message_figure(message, height=1.4), NOTHING_TO_DRAW
-            return {
-                "matrix": None,
-                "tokens": [],
-                "probability": None,
-                "predicted": None,
-                "message": message,
-                "title": title,
-                "figure": figure,
-            }
+            return nothing_drawn(message, tokens=[], probability=None, predicted=None)
         batch = self.tokenizer(text)
         if method == METHODS[0]:
             scores = gradient_x_input(self.model, batch, self.target)[0]  # (seq,)

@@ -18,15 +18,13 @@ maps as *one* image (the maps side by side with thin gaps) rather than 72 axes, 
 a redraw take a fraction of a second instead of several seconds.
 
 Bad input -- an empty sentence, one longer than the model's 512 positions, a layer or head the model
-does not have -- is answered with a message in the widget (``status``, and in the picture), never a
+does not have -- is answered with a message where the picture would be (``_base.nothing_drawn``), never a
 traceback; ``drawn["message"]`` holds it, and is None when the picture was drawn.
 """
 
 from __future__ import annotations
 
-import html
 import math
-import textwrap
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -38,7 +36,7 @@ from matplotlib.patches import Rectangle
 from ..experiments import attention_maps
 from ..inside import _bert_of, _require_index, neuron_view, sentence_tokens
 from ..plots import plot_attention
-from ._base import DEFAULT_TEXT, _Explorer, _require_in_range
+from ._base import DEFAULT_TEXT, _Explorer, _require_in_range, layer_and_head, nothing_drawn, sentence_box
 
 MAX_TOKEN_LABELS = 40  # an enlarged map labels every token up to this length, then every second, ...
 COLORMAP = "viridis"
@@ -49,25 +47,7 @@ BASES = {"dimensions": "dimensions", "directions of W_Q W_K^T": "directions"}  #
 NEURON_VIEW_GRID = {"left": 0.1, "right": 0.97, "bottom": 0.16, "top": 0.9, "hspace": 0.75, "wspace": 0.3}
 
 
-class _Messages:
-    """What both explorers share: a status line, and a small picture that says what went wrong."""
-
-    def _status_widget(self) -> widgets.HTML:
-        self.status = widgets.HTML(value="")
-        return self.status
-
-    def _message(self, message: str, **values) -> dict:
-        self.status.value = f'<span style="color:#b00020">{html.escape(message)}</span>'
-        figure, ax = plt.subplots(figsize=(8.0, 1.0))
-        ax.axis("off")
-        ax.text(0.0, 0.5, textwrap.fill(message, 100), va="center", ha="left", fontsize=10, color="#b00020")
-        return {**values, "matrix": None, "title": message, "figure": figure, "message": message}
-
-    def _ok(self) -> None:
-        self.status.value = ""
-
-
-class ModelViewExplorer(_Messages, _Explorer):
+class ModelViewExplorer(_Explorer):
     """Every head of every layer for a sentence you type, and one of them enlarged.
 
     Left: a grid of small maps, one row per layer and one column per head (rows are queries,
@@ -87,17 +67,10 @@ class ModelViewExplorer(_Messages, _Explorer):
         self.model, self.tokenizer = model, tokenizer
         self._cache: dict[str, tuple[list[str], torch.Tensor]] = {}
         num_layers, num_heads = bert.config.num_hidden_layers, bert.config.num_attention_heads
-        _require_in_range("layer", layer, 0, num_layers - 1)
-        _require_in_range("head", head, 0, num_heads - 1)
-        self.text = widgets.Text(
-            value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
-        )
-        self.layer = widgets.IntSlider(
-            value=layer, min=0, max=num_layers - 1, description="layer", continuous_update=False
-        )
-        self.head = widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False)
+        self.layer, self.head = layer_and_head(layer, head, num_layers, num_heads)
+        self.text = sentence_box(text)
         controls = {"text": self.text, "layer": self.layer, "head": self.head}
-        rows = [self.text, widgets.HBox([self.layer, self.head]), self._status_widget()]
+        rows = [self.text, widgets.HBox([self.layer, self.head])]
         self._assemble(controls, rows)
 
     def maps_for(self, text: str) -> tuple[list[str], torch.Tensor]:
@@ -117,8 +90,7 @@ class ModelViewExplorer(_Messages, _Explorer):
             _require_index("layer", layer, maps.shape[0], "layers")
             _require_index("head", head, maps.shape[1], "heads")
         except (TypeError, ValueError) as error:
-            return self._message(str(error), **values)
-        self._ok()
+            return nothing_drawn(str(error), **values)
         num_layers, num_heads, seq, _ = maps.shape
         mosaic, gap = heads_mosaic(maps)
         figure, (ax_grid, ax_head) = plt.subplots(1, 2, figsize=(10.0, 4.6), gridspec_kw=MODEL_VIEW_GRID)
@@ -175,7 +147,7 @@ def heads_mosaic(maps: torch.Tensor) -> tuple[np.ndarray, int]:
     return mosaic, gap
 
 
-class NeuronViewExplorer(_Messages, _Explorer):
+class NeuronViewExplorer(_Explorer):
     """Why one head attends where it does: the query and key vectors behind one attention weight.
 
     For ``layer``, ``head``, a ``query`` token i and a ``key`` token j: the query vector q_i and
@@ -213,8 +185,7 @@ class NeuronViewExplorer(_Messages, _Explorer):
         self.model, self.tokenizer = model, tokenizer
         self._cache: dict[tuple[str, int, int], object] = {}
         num_layers, num_heads = bert.config.num_hidden_layers, bert.config.num_attention_heads
-        _require_in_range("layer", layer, 0, num_layers - 1)
-        _require_in_range("head", head, 0, num_heads - 1)
+        self.layer, self.head = layer_and_head(layer, head, num_layers, num_heads)
         view = self.view_for(text, layer, head)
         seq = len(view.tokens)
         _require_in_range("query", query, 0, seq - 1)
@@ -223,13 +194,7 @@ class NeuronViewExplorer(_Messages, _Explorer):
         _require_in_range("key", key, 0, seq - 1)
         if basis not in BASES.values():
             raise ValueError(f"`basis` must be one of {tuple(BASES.values())}, got {basis!r}.")
-        self.text = widgets.Text(
-            value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
-        )
-        self.layer = widgets.IntSlider(
-            value=layer, min=0, max=num_layers - 1, description="layer", continuous_update=False
-        )
-        self.head = widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False)
+        self.text = sentence_box(text)
         options = _token_options(view.tokens)
         self.query = widgets.Dropdown(options=options, value=query, description="query")
         self.key = widgets.Dropdown(options=options, value=key, description="key")
@@ -248,7 +213,6 @@ class NeuronViewExplorer(_Messages, _Explorer):
             widgets.HBox([self.layer, self.head]),
             widgets.HBox([self.query, self.key]),
             self.basis,
-            self._status_widget(),
         ]
         self._assemble_observed(controls, rows)
 
@@ -303,9 +267,8 @@ class NeuronViewExplorer(_Messages, _Explorer):
         try:
             view = self.view_for(text, layer, head)
         except (TypeError, ValueError) as error:
-            return self._message(str(error), **values)
+            return nothing_drawn(str(error), **values)
         query, key = self._follow_sentence(view.tokens)
-        self._ok()
         tokens = view.tokens
         if basis == "directions":
             q, k = view.q_directions[query], view.k_directions[key]  # (d_k,) each

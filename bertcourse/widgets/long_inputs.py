@@ -25,7 +25,7 @@ from matplotlib.colors import ListedColormap
 from .._validation import counted
 from ..long_inputs.windows import central_windows, check_window, content_ids, window_batch, window_spans
 from ..pooling import sentence_embeddings
-from ._base import NOTHING_TO_DRAW, WIDE, _Explorer, message_figure
+from ._base import WIDE, _Explorer, nothing_drawn
 
 DEFAULT_LONG_TEXT = (
     "Hamlet, Prince of Denmark, meets the ghost of his father on the castle walls at night. The ghost says "
@@ -90,18 +90,9 @@ class WindowExplorer(_Explorer):
     def _draw(self, text: str, window: int, stride: int, query: str = "") -> dict:
         tokens, spans, message = self._windows(text, window, stride)
         if message is not None:
-            figure = message_figure(message, height=1.6)
-            return {
-                "matrix": None,
-                "tokens": tokens,
-                "spans": None,
-                "owner": None,
-                "similarities": None,
-                "best": None,
-                "message": message,
-                "title": NOTHING_TO_DRAW,
-                "figure": figure,
-            }
+            return nothing_drawn(
+                message, height=1.6, tokens=tokens, spans=None, owner=None, similarities=None, best=None
+            )
         owner = central_windows(spans)  # (n_tokens,)
         positions = torch.arange(len(tokens))  # (n_tokens,)
         covered = (positions >= spans[:, :1]) & (positions < spans[:, 1:])  # (n_windows, n_tokens)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..precision import PRECISIONS, format_facts, format_fates, neighbours
-from ._base import NOTHING_TO_DRAW, WIDE, _Explorer, _require_in_range, message_figure
+from ._base import WIDE, _Explorer, _require_in_range, nothing_drawn
 
 FATE_COLOURS = {
     "flushed to 0": "#d7191c",
@@ -56,13 +56,7 @@ class NumberFormatExplorer(_Explorer):
             value = None
         if value is None or not math.isfinite(value):
             message = f"Type a finite number, such as 1e-8 or 70000: {text!r} is not one."
-            return {
-                "rows": None,
-                "matrix": None,
-                "message": message,
-                "title": NOTHING_TO_DRAW,
-                "figure": message_figure(message),
-            }
+            return nothing_drawn(message, rows=None)
         rows = [neighbours(value, PRECISIONS[name]) for name in FORMATS]
         matrix = torch.tensor([[row["below"], row["stored"], row["above"]] for row in rows], dtype=torch.float64)
         figure, axes = plt.subplots(len(FORMATS), 1, figsize=(9, 4.2))

@@ -23,7 +23,7 @@ import numpy as np
 
 from .._validation import counted
 from ..pretraining import fill_mask, masking_view
-from ._base import NOTHING_TO_DRAW, WIDE, _Explorer, _require_in_range, message_figure
+from ._base import WIDE, _Explorer, _require_in_range, nothing_drawn, sentence_box
 
 FILL_MASK_TEXT = "The film is a [MASK] about a young [MASK]."
 MASKING_TEXT = "A detective returns to his home town and finds the old house empty."
@@ -35,9 +35,7 @@ def _nothing_drawn(error: Exception, **values) -> dict:
     """What an explorer of this module draws for bad input: the package's message, in the figure only,
     with the argument ``text`` called what the box calls it."""
     message = str(error).replace("`text`", "the sentence")
-    message = message[:1].upper() + message[1:]
-    figure = message_figure(textwrap.fill(message, 90), height=1.2)
-    return {**values, "matrix": None, "title": NOTHING_TO_DRAW, "figure": figure, "message": message}
+    return nothing_drawn(message[:1].upper() + message[1:], height=1.2, **values)
 
 
 class FillMaskExplorer(_Explorer):
@@ -51,9 +49,7 @@ class FillMaskExplorer(_Explorer):
         if not hasattr(model, "mlm"):
             raise TypeError(f"`model` must be a BertForPreTraining (it has the MLM head), got {type(model).__name__}.")
         self.model, self.tokenizer = model, tokenizer
-        self.text = widgets.Text(
-            value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
-        )
+        self.text = sentence_box(text)
         self._assemble({"text": self.text}, [self.text])
 
     def _draw(self, text: str) -> dict:
@@ -102,9 +98,7 @@ class MLMMaskingExplorer(_Explorer):
         if not isinstance(probability, (int, float)) or not 0.0 <= probability <= 1.0:
             raise ValueError(f"`probability` must be a number from 0 to 1, got {probability!r}.")
         self.tokenizer = tokenizer
-        self.text = widgets.Text(
-            value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
-        )
+        self.text = sentence_box(text)
         self.seed = widgets.IntSlider(value=seed, min=0, max=99, description="seed")
         self.probability = widgets.FloatSlider(
             value=probability, min=0.0, max=1.0, step=0.05, description="selected share", style=WIDE
