@@ -1,0 +1,162 @@
+"""The learner's pieces, by exercise name, each one the learner's own or the package's reference.
+
+The capstone assembles BERT from twelve functions of notebooks 01-07, under their exercise names and
+signatures (``PIECES``, in the order the model runs them). ``load_pieces`` reads them from a module of
+the learner's (``my_bert.py``, or any object or dict with those names) and runs ``check`` on each:
+a function that is missing or still raises the skeleton's ``NotImplementedError`` is swapped for the
+package's reference of the same name, so the model always runs; every other function is used as it is,
+right or wrong, so that a wrong piece shows where it goes wrong in place. ``Pieces`` remembers which
+functions are the learner's and the verdict of each check, for the table and for the report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+import types
+from pathlib import Path
+
+from .._validation import describe
+from ..exercises import check
+from ..exercises.records import NOT_ATTEMPTED, CheckResult, Listing
+from ..exercises.registry import EXERCISES
+
+# Every piece of the assembled model, in the order a forward pass first calls it.
+PIECES = (
+    "hf_to_ours",
+    "bert_embeddings",
+    "qkv_from_linear",
+    "split_heads",
+    "attention_scores",
+    "masked_softmax",
+    "scaled_dot_product_attention",
+    "merge_heads",
+    "layer_norm",
+    "feed_forward",
+    "post_ln_layer",
+    "mlm_head",
+)
+
+# The notebook each piece comes from, to send a learner back to it.
+NOTEBOOK_FILES = {
+    "01": "01_qkv_projections.ipynb",
+    "02": "02_scaled_dot_product_attention.ipynb",
+    "03": "03_masking.ipynb",
+    "04": "04_positional_encoding.ipynb",
+    "05": "05_multi_head_attention.ipynb",
+    "06": "06_layernorm_residual_ffn.ipynb",
+    "07": "07_full_bert.ipynb",
+    "08": "08_inside_bert.ipynb",
+    "09": "09_pretraining.ipynb",
+    "10": "10_fine_tuning.ipynb",
+    "11": "11_long_inputs.ipynb",
+    "12": "12_precision_and_scale.ipynb",
+    "13": "13_your_bert.ipynb",
+}
+
+
+def notebook_of(name: str) -> str:
+    """The notebook that piece ``name`` comes from, as "notebook 02 (02_scaled_dot_product_attention.ipynb)"."""
+    number = EXERCISES[name].notebook
+    return f"notebook {number} ({NOTEBOOK_FILES[number]})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Pieces:
+    """The function used for every piece (``functions``), which of them are the learner's (``mine``), and the
+    verdict of ``check`` on each function the learner gave (``verdicts``; the skeleton's are "not attempted")."""
+
+    functions: dict
+    mine: frozenset
+    verdicts: dict
+
+    def __getitem__(self, name: str):
+        return self.functions[name]
+
+    def replaced(self, **functions) -> Pieces:
+        """The same pieces with some swapped for other functions, each counted as the learner's (``replaced(
+        scaled_dot_product_attention=my_wrong_attention)``): how a test or a notebook cell tries one piece in place."""
+        return load_pieces({**{name: self.functions[name] for name in self.mine}, **functions})
+
+    def table(self) -> Listing:
+        """One row per piece: where it comes from, whose function the model uses, and its check's verdict."""
+        rows = []
+        for name in PIECES:
+            verdict = self.verdicts.get(name)
+            if name in self.mine:
+                used, said = "yours", _verdict_words(verdict)
+            else:
+                used, said = "reference", "not attempted" if verdict is not None else "not in your file"
+            rows.append((EXERCISES[name].notebook, name, used, said))
+        mine = len(self.mine)
+        head = f"{mine} of {len(PIECES)} pieces are yours; the other {len(PIECES) - mine} are the package's reference."
+        width = max(len(name) for _, name, _, _ in rows)
+        text = "\n".join([head, *(f"{nb}  {name.ljust(width)}  {used:9s}  {said}" for nb, name, used, said in rows)])
+        table = ["| notebook | piece | used | check |", "|---|---|---|---|"]
+        table += [f"| [{nb}]({NOTEBOOK_FILES[nb]}) | `{name}` | {used} | {said} |" for nb, name, used, said in rows]
+        return Listing(text, "\n".join([head, "", *table]))
+
+
+def _verdict_words(verdict: CheckResult | None) -> str:
+    if verdict is None:
+        return "not checked"
+    if verdict.passed:
+        return "✅ correct"
+    return f"❌ wrong ({verdict.mistake})" if verdict.mistake else "❌ wrong"
+
+
+def load_pieces(source=None) -> Pieces:
+    """The twelve pieces from ``source``: a module, a path to a ``.py`` file, a dict of functions by name, or
+    None (every piece the reference). Each function found is checked; one still unwritten is replaced."""
+    functions_found = _functions_of(source)
+    functions, mine, verdicts = {}, set(), {}
+    for name in PIECES:
+        reference = EXERCISES[name].reference
+        function = functions_found.get(name)
+        if function is None:
+            functions[name] = reference
+            continue
+        if not callable(function):
+            raise TypeError(f"`{name}` in your pieces must be a function, got {describe(function)}.")
+        verdict = check(name, function)
+        verdicts[name] = verdict
+        if verdict.status == NOT_ATTEMPTED:
+            functions[name] = reference
+        else:
+            functions[name] = function
+            mine.add(name)
+    return Pieces(functions, frozenset(mine), verdicts)
+
+
+def _functions_of(source) -> dict:
+    if source is None:
+        return {}
+    if isinstance(source, dict):
+        unknown = sorted(set(source) - set(PIECES))
+        if unknown:
+            raise ValueError(f"unknown pieces {unknown}; the pieces are: {', '.join(PIECES)}.")
+        return dict(source)
+    if isinstance(source, (str, os.PathLike)):
+        source = _import_file(Path(source))
+    if isinstance(source, types.ModuleType) or hasattr(source, "__dict__"):
+        return {name: getattr(source, name) for name in PIECES if hasattr(source, name)}
+    raise TypeError(
+        f"`source` must be a module, the path of a .py file, a dict of functions or None, got {describe(source)}."
+    )
+
+
+def _import_file(path: Path) -> types.ModuleType:
+    """The module in file ``path``, read afresh on every call (so that an edited file is read again)."""
+    if path.suffix != ".py":
+        raise ValueError(f"`source` must be a .py file, got {path.name!r}.")
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"`source`: there is no file {path.name!r} here. `bertcourse.capstone.start()` writes one to fill in."
+        )
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.pop(path.stem, None)
+    spec.loader.exec_module(module)
+    return module
