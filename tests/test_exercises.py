@@ -192,6 +192,7 @@ KNOWN_TAGS = {
     "square",
     "non-square",
     "defaults",
+    "None given",
 }
 
 
@@ -694,8 +695,10 @@ def test_an_integer_count_is_required_and_an_error_in_it_is_explained():
     )
     with engine.judging_the_package():
         assert check("count_parameters", lambda config: np.int64(bc.count_parameters(config))).status == "correct"
+    thrice = wrong_message("count_parameters", lambda config: bc.count_parameters(config) + 3 * config.hidden_size)
+    assert "The difference is 3 × hidden_size." in thrice
     twice = wrong_message("count_parameters", lambda config: bc.count_parameters(config) + 2 * config.hidden_size * 2)
-    assert "The difference is 4 × hidden_size." in twice
+    assert "are as many as the token type embeddings and the embedding LayerNorm together." in twice
 
 
 def learner_that_raises(x, weight, bias, eps=1e-12):

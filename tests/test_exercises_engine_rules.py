@@ -125,6 +125,28 @@ def test_a_wrong_answer_that_calls_the_package_gets_its_diagnosis_and_a_note():
     )
 
 
+def flexible_on_the_packages_sdpa(q, k, v, mask=None, scale=None):
+    if mask is not None and mask.dtype != torch.bool:
+        scores = q @ k.transpose(-2, -1) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale) + mask
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+    if scale is not None:  # sdpa divides by √d_k: give it q scaled so that the product is scaled by `scale`
+        q = q * (scale * math.sqrt(q.shape[-1]))
+    return bc.scaled_dot_product_attention(q, k, v, mask)
+
+
+def test_flexible_attention_may_build_on_notebook_02s_attention_as_its_prompt_says():
+    """The prompt allows bc.scaled_dot_product_attention (another exercise's reference, notebook 02's building
+    block); the scale and the float mask stay the learner's. The package's flexible_attention is delegation."""
+    assert "`bc.scaled_dot_product_attention`" in EXERCISES["flexible_attention"].prompt
+    result = check("flexible_attention", flexible_on_the_packages_sdpa)
+    assert result.status == "correct", result.message
+    own_code_message(
+        "flexible_attention",
+        lambda q, k, v, mask=None, scale=None: bc.attention.flexible_attention(q, k, v, mask, scale),
+    )
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_each_concept_holds_its_reference_and_core_and_no_other_exercises(name):
     own, others = engine.concept_codes(EXERCISES[name])

@@ -32,6 +32,42 @@ def corrupt_with_a_loop(input_ids, selected, draws, random_ids, mask_token_id):
     return corrupted.view(input_ids.shape), labels.view(input_ids.shape)
 
 
+def corrupt_in_python_floats(input_ids, selected, draws, random_ids, mask_token_id):
+    """Pure Python: each float32 draw compared with 0.8 and 0.9 as a Python float (float32(0.9) < 0.9 there)."""
+    pairs = zip(
+        input_ids.flatten().tolist(),
+        selected.flatten().tolist(),
+        draws.flatten().tolist(),
+        random_ids.flatten().tolist(),
+        strict=True,
+    )
+    corrupted, labels = [], []
+    for token, chosen, draw, random_id in pairs:
+        corrupted.append(token if not chosen else mask_token_id if draw < 0.8 else random_id if draw < 0.9 else token)
+        labels.append(token if chosen else -100)
+    return torch.tensor(corrupted).view(input_ids.shape), torch.tensor(labels).view(input_ids.shape)
+
+
+def corrupt_in_python_rows(input_ids, selected, draws, random_ids, mask_token_id):
+    """The same, row by row: it assumes a batch axis."""
+    rows = zip(input_ids.tolist(), selected.tolist(), draws.tolist(), random_ids.tolist(), strict=True)
+    corrupted = [
+        [t if not c else mask_token_id if d < 0.8 else r if d < 0.9 else t for t, c, d, r in zip(*row, strict=True)]
+        for row in rows
+    ]
+    return torch.tensor(corrupted), torch.where(selected, input_ids, -100)
+
+
+def test_mlm_corrupt_in_python_floats_is_judged_as_in_float32():
+    """No draw sits where float32 and Python floats disagree (float32(0.9) is below 0.9 as a Python float), so a
+    pure-Python answer is right; one that loops over rows fails only the case without a batch axis, and is told so
+    because that case is the batched one with its batch axis taken away."""
+    assert check("mlm_corrupt", corrupt_in_python_floats).status == "correct"
+    message = check("mlm_corrupt", corrupt_in_python_rows).message
+    assert "exactly those where there is no batch axis" in message, message
+    assert "Wrong on case 2 of" in message
+
+
 def truncate_by_arithmetic(a, b, max_length):
     budget = max_length - 3
     len_a = min(len(a), max(-(-budget // 2), budget - len(b)))  # A keeps half the room (rounded up), or more

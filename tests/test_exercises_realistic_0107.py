@@ -656,6 +656,346 @@ WRONG["bert_embeddings"] = [
 RIGHT["bert_embeddings"] = [_embed()]
 
 
+# --- the exercises with the fewest realistic answers: more of them -------------------------------
+
+_MOVED = r"axes in another order"
+_SHUFFLED = r"exactly the right numbers in another arrangement"
+
+
+def _view(t, heads):
+    return t.view(t.shape[0], t.shape[1], heads, t.shape[2] // heads)  # (batch, seq, heads, d_head)
+
+
+WRONG["split_heads"] += [
+    ("the last two axes transposed", lambda x, h: _view(x, h).transpose(-1, -2), _MOVED),
+    ("permute(0, 2, 3, 1)", lambda x, h: _view(x, h).permute(0, 2, 3, 1), _MOVED),
+    ("d_head and heads swapped in the view", lambda x, h: x.view(*x.shape[:2], -1, h).transpose(1, 2), _SHUFFLED),
+    ("no transpose at all", lambda x, h: x.reshape(*x.shape[:2], h, -1), r"without the transpose"),
+    ("heads stacked in front of the batch", lambda x, h: torch.stack(x.chunk(h, dim=-1)), _MOVED),
+    ("transpose(0, 2)", lambda x, h: _view(x, h).transpose(0, 2), _MOVED),
+    ("interleaved by unflatten", lambda x, h: x.unflatten(-1, (-1, h)).permute(0, 3, 1, 2), r"interleaved"),
+]
+RIGHT["split_heads"] = [
+    lambda x, h: torch.stack(x.chunk(h, dim=-1), dim=1),
+    lambda x, h: x.unflatten(-1, (h, -1)).permute(0, 2, 1, 3),
+    lambda x, h: torch.einsum("bshd->bhsd", x.reshape(*x.shape[:2], h, -1)),
+]
+
+
+def _thirds(qkv):
+    return qkv.chunk(3, dim=-1)
+
+
+WRONG["split_fused_qkv"] += [
+    (
+        "returned as k, q, v",
+        lambda qkv, h: (lambda q, k, v: (k, q, v))(*(_view(p, h).transpose(1, 2) for p in _thirds(qkv))),
+        r"in the order \(k, q, v\)",
+    ),
+    ("transpose(1, 3)", lambda qkv, h: tuple(_view(p, h).transpose(1, 3) for p in _thirds(qkv)), _MOVED),
+    ("one stacked tensor", lambda qkv, h: qkv.view(*qkv.shape[:2], 3, h, -1).permute(2, 0, 3, 1, 4), r"a tuple"),
+    (
+        "interleaved heads",
+        lambda qkv, h: tuple(p.view(*p.shape[:2], -1, h).permute(0, 3, 1, 2) for p in _thirds(qkv)),
+        _SHUFFLED,
+    ),
+    (
+        "the first third three times",
+        lambda qkv, h: tuple(_view(qkv[..., : qkv.shape[-1] // 3], h).transpose(1, 2) for _ in range(3)),
+        r"It equals the right `q`",
+    ),
+    (
+        "a per-head layout (Megatron's)",
+        lambda qkv, h: tuple(qkv.view(*qkv.shape[:2], h, 3, -1).permute(3, 0, 2, 1, 4)),
+        r"heads cut before q, k and v",
+    ),
+]
+RIGHT["split_fused_qkv"] = [
+    lambda qkv, h: tuple(qkv.unflatten(-1, (3, h, -1)).permute(2, 0, 3, 1, 4)),
+    lambda qkv, h: tuple(p.unflatten(-1, (h, -1)).transpose(1, 2) for p in qkv.split(qkv.shape[-1] // 3, dim=-1)),
+    lambda qkv, h: tuple(qkv.reshape(qkv.shape[0], qkv.shape[1], 3, h, -1).permute(2, 0, 3, 1, 4)),
+]
+
+
+def _mha(split="view", merge="transpose", scale="d_head", mask="fill", output="w_o"):
+    def forward(x, w_q, w_k, w_v, w_o, num_heads, mask_=None):
+        batch, seq, d_model = x.shape
+        d_head = d_model // num_heads
+
+        def cut(t):  # (batch, seq, d_model) -> (batch, heads, seq, d_head)
+            if split == "reshape":
+                return t.reshape(batch, num_heads, seq, d_head)
+            if split == "interleaved":
+                return t.view(batch, seq, d_head, num_heads).permute(0, 3, 1, 2)
+            return t.view(batch, seq, num_heads, d_head).transpose(1, 2)
+
+        q, k, v = cut(x @ w_q), cut(x @ w_k), cut(x @ w_v)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d_model if scale == "d_model" else d_head)
+        if mask_ is not None and mask == "fill":
+            scores = scores.masked_fill(~mask_, torch.finfo(scores.dtype).min)
+        elif mask_ is not None and mask == "added":
+            scores = scores + mask_
+        elif mask_ is not None and mask == "multiplied":
+            scores = scores * mask_
+        elif mask_ is not None and mask == "inverted":
+            scores = scores.masked_fill(mask_, -1e9)
+        weights = scores.softmax(-1)
+        if mask_ is not None and mask == "after softmax":
+            weights = weights * mask_
+        context = weights @ v  # (batch, heads, seq, d_head)
+        merged = context.reshape(batch, seq, d_model) if merge == "reshape" else context.transpose(1, 2).flatten(2)
+        return merged @ (w_o.T if output == "w_o.T" else w_o)
+
+    return forward
+
+
+def _mha_right_per_head(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    d_head = x.shape[-1] // num_heads
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    heads = []
+    for h in range(num_heads):
+        part = slice(h * d_head, (h + 1) * d_head)
+        scores = q[..., part] @ k[..., part].mT / math.sqrt(d_head)  # (batch, seq, seq)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.reshape(-1, *mask.shape[-2:]), float("-inf"))
+        heads.append(scores.softmax(-1) @ v[..., part])
+    return torch.cat(heads, dim=-1) @ w_o
+
+
+WRONG["multi_head_attention"] += [
+    ("reshape without transpose, split only", _mha(split="reshape"), r"without the transpose"),
+    ("merge without transpose", _mha(merge="reshape"), r"merging heads without the transpose"),
+    ("√d_model", _mha(scale="d_model"), r"√d_model"),
+    ("bool mask added", _mha(mask="added"), r"boolean mask added"),
+    ("scores multiplied by the mask", _mha(mask="multiplied"), r"multiplied by the mask"),
+    ("mask after the softmax", _mha(mask="after softmax"), r"after the softmax"),
+    ("w_o.T", _mha(output="w_o.T"), r"W_O transposed"),
+    ("interleaved heads", _mha(split="interleaved"), r"interleaved heads"),
+    ("mask inverted, -1e9", _mha(mask="inverted"), r"mask inverted"),
+]
+RIGHT["multi_head_attention"] = [
+    lambda x, wq, wk, wv, wo, h, m=None: (
+        bc.merge_heads(bc.scaled_dot_product_attention(*(bc.split_heads(x @ w, h) for w in (wq, wk, wv)), m)[0]) @ wo
+    ),
+    _mha_right_per_head,
+]
+
+
+def _count_parts(config, embedding_norm=True, pooler=True, pooler_bias=True, norms=2, norm_size=2, qkvo=4, ffn_bias=2):
+    d, d_ff, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    tables = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * d
+    ffn = d * d_ff + d_ff * d + (d_ff if ffn_bias > 0 else 0) + (d if ffn_bias > 1 else 0)
+    layer = qkvo * (d * d + d) + ffn + norms * norm_size * d
+    return tables + norm_size * d * embedding_norm + layers * layer + pooler * (d * d + d * pooler_bias)
+
+
+WRONG["count_parameters"] += [
+    ("LayerNorm counted as hidden, not 2 x hidden", lambda c: _count_parts(c, norm_size=1), r"betas \(or the gammas\)"),
+    ("the pooler without its bias", lambda c: _count_parts(c, pooler_bias=False), r"pooler's bias"),
+    ("the FFN's output bias left out", lambda c: _count_parts(c, ffn_bias=1), r"feed-forward output bias"),
+    (
+        "type_vocab_size assumed to be 2",
+        lambda c: _count_parts(c) - (c.type_vocab_size - 2) * c.hidden_size,
+        r"token type rows past two",
+    ),
+    ("a float", lambda c: float(_count_parts(c)), r"a float; expected an int"),
+    (
+        "no embedding LayerNorm, no pooler",
+        lambda c: _count_parts(c, embedding_norm=False, pooler=False),
+        r"embedding LayerNorm and the pooler",
+    ),
+    ("three LayerNorms a layer", lambda c: _count_parts(c, norms=3), r"extra .* LayerNorm"),
+    ("Q, K, V only", lambda c: _count_parts(c, qkvo=3), r"output projection W_O"),
+    ("no pooler", lambda c: _count_parts(c, pooler=False), r"pooler"),
+]
+RIGHT["count_parameters"] += [
+    lambda c: (
+        lambda d, f, n: (
+            (c.vocab_size + c.max_position_embeddings + c.type_vocab_size + 2) * d
+            + n * (4 * d * d + 2 * d * f + 9 * d + f)
+            + d * d
+            + d
+        )
+    )(c.hidden_size, c.intermediate_size, c.num_hidden_layers),
+]
+
+
+def _positions(lengths, max_len):
+    return torch.arange(int(lengths.max()) if max_len is None else max_len)
+
+
+WRONG["padding_mask"] = [
+    (">= instead of <", lambda lengths, max_len=None: _positions(lengths, max_len) >= lengths[:, None], r"inverted"),
+    (
+        "an int mask",
+        lambda lengths, max_len=None: (_positions(lengths, max_len) < lengths[:, None]).long(),
+        r"right values but dtype torch\.int64",
+    ),
+    (
+        "a float mask",
+        lambda lengths, max_len=None: (_positions(lengths, max_len) < lengths[:, None]).float(),
+        r"right values but dtype torch\.float32",
+    ),
+    (
+        "positions from 1",
+        lambda lengths, max_len=None: _positions(lengths, max_len) + 1 < lengths[:, None],
+        r"positions counted from 1",
+    ),
+    (
+        "`max_len or 0`",
+        lambda lengths, max_len=None: torch.arange(max_len or 0) < lengths[:, None],
+        r"an optional argument is None",
+    ),
+    (
+        "the batch size as the default width",
+        lambda lengths, max_len=None: torch.arange(len(lengths) if max_len is None else max_len) < lengths[:, None],
+        r"an optional argument is None",
+    ),
+    (
+        "positions as a column",
+        lambda lengths, max_len=None: _positions(lengths, max_len)[:, None] < lengths,
+        r"axes swapped",
+    ),
+    (
+        "a loop with n - 1",
+        lambda lengths, max_len=None: torch.stack([_positions(lengths, max_len) < n - 1 for n in lengths]),
+        r"positions counted from 1|last token marked as padding",
+    ),
+]
+RIGHT["padding_mask"] += [
+    lambda lengths, max_len=None: torch.stack(
+        [
+            torch.cat(
+                [
+                    torch.ones(int(n), dtype=torch.bool),
+                    torch.zeros((int(lengths.max()) if max_len is None else max_len) - int(n), dtype=torch.bool),
+                ]
+            )
+            for n in lengths
+        ]
+    ),
+    lambda lengths, max_len=None: (
+        torch.arange(lengths.max() if max_len is None else max_len).expand(len(lengths), -1).lt(lengths.unsqueeze(1))
+    ),
+]
+
+WRONG["key_padding_mask"] += [
+    ("== 1", lambda m: m == 1, r"not inverted"),
+    ("~ on the long mask", lambda m: ~m, r"`~` on an integer mask"),
+    ("(m == 0).long()", lambda m: (m == 0).long(), r"right values but dtype torch\.int64"),
+    ("(m == 0).float()", lambda m: (m == 0).float(), r"right values but dtype torch\.float32"),
+    ("m.bool()", lambda m: m.bool(), r"not inverted"),
+    ("logical_not, then int", lambda m: torch.logical_not(m).int(), r"right values but dtype torch\.int32"),
+    ("> 0", lambda m: m > 0, r"not inverted"),
+    ("(m < 1) in the mask's dtype", lambda m: (m < 1).to(m.dtype), r"right values but dtype"),
+]
+
+
+def _embeddings(positions="table", types="table", norm="sum", eps_of=None, dropout=False):
+    def forward(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
+        seq = input_ids.shape[1]
+        eps = eps if eps_of is None else eps_of
+        pos = position[1 : seq + 1] if positions == "from 1" else position[:seq]
+        kind = {"table": lambda: token_type[token_type_ids], "first": lambda: token_type[0], "none": lambda: 0}[types]()
+        if norm == "words only":
+            return _ln(word[input_ids], ln_weight, ln_bias, eps) + pos + kind
+        summed = word[input_ids] + pos + kind
+        if norm == "none":
+            return summed
+        if norm == "over tokens":
+            mean, variance = summed.mean(1, keepdim=True), summed.var(1, unbiased=False, keepdim=True)
+            return (summed - mean) / torch.sqrt(variance + eps) * ln_weight + ln_bias
+        out = _ln(summed, ln_bias, ln_weight, eps) if norm == "swapped" else _ln(summed, ln_weight, ln_bias, eps)
+        return F.dropout(out, 0.1) if dropout else out
+
+    return forward
+
+
+WRONG["bert_embeddings"] += [
+    ("positions from 1", _embeddings(positions="from 1"), r"positions starting at 1"),
+    ("the segment embedding left out", _embeddings(types="none"), r"no token type embeddings"),
+    ("gamma and beta swapped", _embeddings(norm="swapped"), r"gamma and beta swapped"),
+    ("PyTorch's eps", _embeddings(eps_of=1e-5), r"default LayerNorm eps"),
+    ("the dropout left on", _embeddings(dropout=True), r"dropout left on"),
+    ("token_type[0] for every token", _embeddings(types="first"), r"first token type row"),
+    ("LayerNorm on the words, then add", _embeddings(norm="words only"), r"word vectors only"),
+    ("LayerNorm over the tokens", _embeddings(norm="over tokens"), r"over the tokens"),
+]
+RIGHT["bert_embeddings"] += [
+    lambda ids, types, word, position, token_type, w, b, eps=1e-12: bc.layer_norm(
+        F.embedding(ids, word) + F.embedding(torch.arange(ids.shape[1]), position) + F.embedding(types, token_type),
+        w,
+        b,
+        eps,
+    ),
+    lambda ids, types, word, position, token_type, w, b, eps=1e-12: (
+        lambda s: (s - s.mean(-1, keepdim=True)) * torch.rsqrt(s.var(-1, unbiased=False, keepdim=True) + eps) * w + b
+    )(word[ids] + position[: ids.shape[1]].unsqueeze(0) + token_type[types]),
+]
+
+WRONG["pre_ln_layer"] += [
+    (
+        "the two LayerNorms swapped",
+        lambda x, a, f, w1, b1, w2, b2, eps=1e-12: _pre()(x, a, f, w2, b2, w1, b1, eps),
+        r"two LayerNorms swapped",
+    ),
+    (
+        "no gamma and beta",
+        lambda x, a, f, w1, b1, w2, b2, eps=1e-12: (lambda h: h + f(_ln(h, None, None, eps)))(
+            x + a(_ln(x, None, None, eps))
+        ),
+        r"without their gamma and beta",
+    ),
+    (
+        "second residual from x",
+        lambda x, a, f, w1, b1, w2, b2, eps=1e-12: (lambda h: x + f(_ln(h, w2, b2, eps)))(x + a(_ln(x, w1, b1, eps))),
+        r"residual taken from x",
+    ),
+    (
+        "no residual around the feed-forward block",
+        lambda x, a, f, w1, b1, w2, b2, eps=1e-12: (lambda h: f(_ln(h, w2, b2, eps)))(x + a(_ln(x, w1, b1, eps))),
+        r"second residual missing",
+    ),
+    ("eps not passed on", _pre(eps_of=1e-12), r"`eps` not passed on"),
+    (
+        "PyTorch's eps in LN2 only",
+        lambda x, a, f, w1, b1, w2, b2, eps=1e-12: (lambda h: h + f(_ln(h, w2, b2, 1e-5)))(x + a(_ln(x, w1, b1, eps))),
+        r"default eps in the second LayerNorm",
+    ),
+    (
+        "the attention's residual added to LN1(x)",
+        lambda x, a, f, w1, b1, w2, b2, eps=1e-12: (lambda n: (lambda h: h + f(_ln(h, w2, b2, eps)))(n + a(n)))(
+            _ln(x, w1, b1, eps)
+        ),
+        r"residual taken from LN1\(x\)",
+    ),
+    (
+        "the feed-forward block's residual added to LN2(h)",
+        lambda x, a, f, w1, b1, w2, b2, eps=1e-12: (lambda n: n + f(n))(_ln(x + a(_ln(x, w1, b1, eps)), w2, b2, eps)),
+        r"residual taken from LN2\(h\)",
+    ),
+]
+RIGHT["pre_ln_layer"] = [
+    lambda x, a, f, w1, b1, w2, b2, eps=1e-12: (lambda h: h + f(F.layer_norm(h, h.shape[-1:], w2, b2, eps)))(
+        x + a(F.layer_norm(x, x.shape[-1:], w1, b1, eps))
+    ),
+    lambda x, a, f, w1, b1, w2, b2, eps=1e-12: (lambda h: torch.add(h, f(bc.layer_norm(h, w2, b2, eps))))(
+        torch.add(x, a(bc.layer_norm(x, w1, b1, eps)))
+    ),
+]
+
+COMPLETED = (  # the exercises with 0-4 realistic wrong answers before; retired ones among them too
+    "split_heads",
+    "split_fused_qkv",
+    "multi_head_attention",
+    "count_parameters",
+    "padding_mask",
+    "key_padding_mask",
+    "bert_embeddings",
+    "pre_ln_layer",
+)
+
+
 # --- the tests ------------------------------------------------------------------------------------
 
 REWORKED = (
@@ -696,6 +1036,11 @@ def test_realistic_wrong_answers_are_named_and_never_misleadingly(name):
 def test_each_reworked_exercise_has_six_wrong_and_two_right_answers_of_its_own(name):
     assert len(WRONG[name]) >= 6 and len(RIGHT[name]) >= 2
     assert name in {asked for names in registry.NOTEBOOK_ASKS.values() for asked in names}
+
+
+@pytest.mark.parametrize("name", COMPLETED)
+def test_each_completed_exercise_has_six_wrong_and_two_right_answers(name):
+    assert len(WRONG[name]) >= 6 and len(RIGHT[name]) >= 2
 
 
 @pytest.mark.parametrize("name", sorted(RIGHT))

@@ -1029,7 +1029,9 @@ FLEXIBLE_ATTENTION = Exercise(
     "`q @ kᵀ` are multiplied by `scale` (by 1/√d_k when `scale` is None); a boolean mask says where a query may "
     "attend (True; the others get weight 0), a float mask is added to the scaled scores (0 keeps a key, -inf or a "
     "most negative number blocks it); then a softmax over the keys, `weights` (..., q_len, k_len), and "
-    "`output = weights @ v`, (..., q_len, d_v), in the inputs' dtype.",
+    "`output = weights @ v`, (..., q_len, d_v), in the inputs' dtype. Notebook 02's own building block, "
+    "`bc.scaled_dot_product_attention` (a boolean mask, the scale 1/√d_k), may be called: the given `scale` and the "
+    "float mask are yours to add.",
     start="the scores and their scale first, with a `scale` of None meaning 1/√d_k; then the two kinds of mask, told "
     "apart by the mask's dtype.",
     make_cases=_flexible_cases,

@@ -140,7 +140,11 @@ def _embeddings_variant(settings, input_ids, token_type_ids, word, position, tok
         "sinusoidal": lambda: sinusoidal_position_encoding(seq_len, hidden),
         "by token id": lambda: position[input_ids % position.shape[0]],
     }[settings["positions"]]()
-    types = token_type[token_type_ids] if settings["token types"] == "table" else 0
+    types = {
+        "table": lambda: token_type[token_type_ids],
+        "none": lambda: 0,
+        "first row": lambda: token_type[0],
+    }[settings["token types"]]()
     eps = {"given": eps, "default": 1e-5, "ignored": 1e-12}[settings["eps"]]
     words = word[input_ids]
     if settings["norm"] == "words only":
@@ -150,6 +154,11 @@ def _embeddings_variant(settings, input_ids, token_type_ids, word, position, tok
         return summed
     if settings["norm"] == "plain":
         return F.layer_norm(summed, summed.shape[-1:], eps=eps)
+    if settings["norm"] == "swapped":
+        return layer_norm(summed, ln_bias, ln_weight, eps)
+    if settings["norm"] == "over tokens":
+        mean, variance = summed.mean(1, keepdim=True), summed.var(1, unbiased=False, keepdim=True)  # (batch, 1, hidden)
+        return (summed - mean) / torch.sqrt(variance + eps) * ln_weight + ln_bias
     return layer_norm(summed, ln_weight, ln_bias, eps)
 
 
@@ -173,6 +182,11 @@ _EMBEDDINGS_KNOBS = (
         (
             ("table", "", ""),
             ("none", "no token type embeddings", "add `token_type[token_type_ids]`, the segment of each token."),
+            (
+                "first row",
+                "the first token type row for every token",
+                "each token's segment id picks its own row: `token_type[token_type_ids]`, not `token_type[0]`.",
+            ),
         ),
     ),
     Knob(
@@ -182,6 +196,16 @@ _EMBEDDINGS_KNOBS = (
             ("none", "no LayerNorm", "the sum of the three embeddings goes through the LayerNorm."),
             ("words only", "the LayerNorm on the word embeddings alone", "normalise the sum of all three."),
             ("plain", "the LayerNorm without its gamma and beta", "apply `ln_weight` and `ln_bias` after normalising."),
+            (
+                "swapped",
+                "gamma and beta swapped",
+                "`ln_weight` (gamma) multiplies the normalised vector and `ln_bias` (beta) is added.",
+            ),
+            (
+                "over tokens",
+                "the LayerNorm over the tokens instead of the features",
+                "normalise each token's vector on its own: the mean and variance over the last axis, `dim=-1`.",
+            ),
         ),
     ),
     Knob(
@@ -320,6 +344,26 @@ def _count_one_layer_norm_per_layer(config):
     return _count_without(config, "attention LayerNorm")
 
 
+def _count_atoms(config) -> dict[str, int]:
+    """The parts a count can miss: ``parameter_breakdown``'s, and the pieces of them a slip leaves out (a bias,
+    half of every LayerNorm, the token type rows past two)."""
+    d, d_ff, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    atoms = dict(parameter_breakdown(config))
+    atoms |= {
+        "pooler's bias": d,
+        "pooler's weight": d * d,
+        "attention's biases of Q, K, V and W_O (all layers)": 4 * d * layers,
+        "feed-forward biases (all layers)": (d_ff + d) * layers,
+        "feed-forward output bias (all layers)": d * layers,
+        "feed-forward intermediate bias (all layers)": d_ff * layers,
+        "betas (or the gammas) of every LayerNorm: a LayerNorm has both, 2 x hidden": d * (1 + 2 * layers),
+        "token type rows past two (type_vocab_size is read from the config, not assumed to be 2)": (
+            (config.type_vocab_size - 2) * d
+        ),
+    }
+    return {part: count for part, count in atoms.items() if count > 0}
+
+
 def _explain_count(case, value, expected) -> str | None:
     """Which parts of the model the difference adds up to: 'That is exactly the position embeddings.'"""
     if not is_int(value) or int(value) == expected:
@@ -327,20 +371,24 @@ def _explain_count(case, value, expected) -> str | None:
     config = case.args[0]
     missing = expected - int(value)
     layers = config.num_hidden_layers
-    parts = parameter_breakdown(config)
-    same = [part for part, count in parts.items() if count == abs(missing)]
+    how = "missing" if missing > 0 else "extra"
+    atoms = _count_atoms(config)
+    same = [part for part, count in atoms.items() if count == abs(missing)]
     if len(same) > 1:  # e.g. 2 x 768: the token type embeddings of BERT-base and the embedding LayerNorm alike
         names = ", ".join(f"the {part}" for part in same[:-1]) + f" or the {same[-1]}"
-        how = "missing" if missing > 0 else "extra"
         return f"The {how} {abs(missing):,} are as many as {names}: which of them is {how}?"
+    if same:
+        twice = ": counted twice?" if missing < 0 else "."
+        return f"The {how} {abs(missing):,} are exactly the {same[0]}{twice}"
+    parts = parameter_breakdown(config)
     for part, count in parts.items():
-        per_layer = "(all layers)" in part
-        if missing == count:
-            return f"The missing {missing:,} are exactly the {part}."
-        if missing == -count:
-            return f"The extra {-missing:,} are exactly the {part}: counted twice?"
-        if per_layer and layers > 1 and missing == count // layers * (layers - 1):
+        if "(all layers)" in part and layers > 1 and missing == count // layers * (layers - 1):
             return f"The missing {missing:,} are the {part.replace('(all layers)', '')}of {layers - 1} layers."
+    pairs = [(a, b) for i, a in enumerate(parts) for b in list(parts)[i + 1 :] if parts[a] + parts[b] == abs(missing)]
+    if pairs:
+        names = " or ".join(f"the {a} and the {b} together" for a, b in pairs)
+        which = f": which pair is {how}?" if len(pairs) > 1 else "."
+        return f"The {how} {abs(missing):,} are as many as {names}{which}"
     if missing % config.hidden_size == 0:
         return f"The difference is {abs(missing) // config.hidden_size:,} × hidden_size."
     return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dis
 import inspect
+import itertools
 import math
 import numbers
 import os
@@ -378,6 +379,9 @@ def value_problem(exercise, case: Case, subject: str, value, expected: torch.Ten
             "tensors on the inputs' device (`device=x.device`), never on a fixed one."
         )
     if tuple(value.shape) != tuple(expected.shape):
+        moved = _axes_moved(value, expected, axes)
+        if moved:
+            return f"{subject} has shape {tuple(value.shape)}; expected {tuple(expected.shape)}. {moved}"
         return _shape_problem(subject, tuple(value.shape), tuple(expected.shape), axes)
     if value.dtype != expected.dtype:
         return _dtype_problem(exercise, case, subject, value, expected)
@@ -452,6 +456,39 @@ def _shape_problem(subject: str, got: tuple, want: tuple, axes=()) -> str:
     if math.prod(got) == math.prod(want):
         return text + " The same number of entries in another shape: check each `view`, `reshape` and `permute`."
     return text
+
+
+def _axes_moved(value: torch.Tensor, expected: torch.Tensor, axes) -> str | None:
+    """For an output of the wrong shape: 'It is the right answer with its axes in another order: ...' when a
+    permutation of the right answer's axes gives it, or 'the right numbers in another arrangement' when it holds
+    exactly the right numbers; else None."""
+    if value.dim() != expected.dim() or value.numel() != expected.numel() or value.dtype.is_complex:
+        return None
+    v, e = value.detach().cpu().double(), expected.detach().cpu().double()
+    names = [_axis_name(i, e.dim(), axes).replace(f"entries along axis {i}", f"axis {i}") for i in range(e.dim())]
+    for order in itertools.permutations(range(e.dim())):
+        moved = e.permute(order)
+        if moved.shape == v.shape and bool(torch.allclose(v, moved, atol=1e-5, rtol=1e-5, equal_nan=True)):
+            yours, right = ", ".join(names[i] for i in order), ", ".join(names)
+            return (
+                f"It is the right answer with its axes in another order: yours are ({yours}), the right order is "
+                f"({right}). A `transpose` or `permute` of the wrong axes, or one missing?"
+            )
+    if sorted(v.shape) == sorted(e.shape) and value.dtype.is_floating_point and _same_numbers(v, e):
+        return (
+            "It holds exactly the right numbers in another arrangement: an axis cut into its parts in the wrong "
+            "order (a `view` whose sizes are swapped), or a `reshape` where a `transpose` belongs?"
+        )
+    return None
+
+
+def _same_numbers(v: torch.Tensor, e: torch.Tensor) -> bool:
+    """``v`` holds the numbers of ``e`` (mostly distinct ones, so that a match is no coincidence), in any order."""
+    if v.numel() != e.numel() or v.numel() < 4 or not bool(torch.isfinite(e).all()):
+        return False
+    if e.flatten().unique().numel() <= e.numel() // 2:
+        return False
+    return bool(torch.allclose(v.flatten().sort().values, e.flatten().sort().values, atol=1e-5, rtol=1e-5))
 
 
 def _dtype_problem(exercise, case: Case, subject: str, value: torch.Tensor, expected: torch.Tensor) -> str:
@@ -538,6 +575,7 @@ def _numbers_problem(exercise, case: Case, subject: str, value: torch.Tensor, ex
         or _dropout(v, e)
         or _offset(v, e)
         or _rearranged(v, e, axes, atol=atol, rtol=rtol)
+        or _shuffled(v, e)
         or _close(difference, e, bad, (atol, rtol), axes)
         or _localised(bad, axes)
     )
@@ -705,6 +743,15 @@ def _rearranged(v: torch.Tensor, e: torch.Tensor, axes, atol: float = 0.0, rtol:
     return None
 
 
+def _shuffled(v: torch.Tensor, e: torch.Tensor) -> str | None:
+    if not _same_numbers(v, e):
+        return None
+    return (
+        "It holds exactly the right numbers in another arrangement: a `view` or `reshape` that reads them in another "
+        "order (the parts of an axis interleaved, or a `reshape` where a `transpose` belongs)?"
+    )
+
+
 def _permutation_text(order: list[int], axis: str) -> str:
     size = len(order)
     block = next(
@@ -853,6 +900,12 @@ _TAG_HINTS = (
         "defaults",
         "an argument is left out",
         "an argument the caller leaves out takes its default: handle it (e.g. `max_len=None` means the longest).",
+    ),
+    (
+        "None given",
+        "an optional argument is None (left out or written out)",
+        "None asks for the default the prompt names: test it with `is None` (e.g. `if max_len is None: max_len = "
+        "int(lengths.max())`).",
     ),
     (
         "no mask",

@@ -288,8 +288,20 @@ def case_problem(exercise: Exercise, case: Case, outcome: Outcome, expected) -> 
             _item_problem(exercise, case, f"`{name}`", item, exp, exercise.axes.get(name, ()))
             for name, item, exp in zip(exercise.outputs, value, expected, strict=True)
         ]
+        problems = [
+            problem + _twin(exercise, case, index, value[index], expected) if problem else problem
+            for index, problem in enumerate(problems)
+        ]
         return "\n".join(problem for problem in problems if problem) or None
     return _item_problem(exercise, case, "Your output", value, expected, exercise.axes.get("", ()))
+
+
+def _twin(exercise: Exercise, case: Case, index: int, item, expected) -> str:
+    """' It equals the right `q`.' when a wrong output item is another item's right value (one part used twice)."""
+    for other, (name, right) in enumerate(zip(exercise.outputs, expected, strict=True)):
+        if other != index and diagnosis.same_value(exercise, item, right, case):
+            return f" It equals the right `{name}`: the same part taken twice?"
+    return ""
 
 
 def _item_problem(exercise: Exercise, case: Case, subject: str, value, expected, axes) -> str | None:

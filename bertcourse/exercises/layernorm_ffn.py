@@ -491,10 +491,12 @@ def _layer_variant(settings, x, attention, feed_forward, ln1_weight, ln1_bias, l
         out = keep_second * added + second(source)
         return _ln(out, *norms[1], eps2) if settings["last norm"] else out
     first_in = x if settings["sub-layers read"] == "no first norm" else _ln(x, *norms[0], eps1)
-    h = keep_first * x + first(first_in)
+    stream = settings.get("stream", "stream")
+    h = keep_first * (first_in if stream in ("normalised", "first normalised") else x) + first(first_in)
     source = h if settings["second reads"] == "h" else x
     added = h if settings["second residual"] == "h" else x
     second_in = source if settings["sub-layers read"] == "no second norm" else _ln(source, *norms[1], eps2)
+    added = second_in if stream in ("normalised", "second normalised") else added
     out = keep_second * added + second(second_in)
     if settings["last norm"] == "plain":
         return F.layer_norm(out, out.shape[-1:], eps=eps2)
@@ -537,7 +539,36 @@ def _layer_knobs(layout: str) -> tuple[Knob, ...]:
         "the two sub-layers side by side (GPT-J's parallel layout)",
         "the sub-layers run one after the other: the feed-forward block reads the attention's result.",
     )
+    stream = (
+        ()
+        if layout == "post"
+        else (
+            Knob(
+                "stream",
+                (
+                    ("stream", "", ""),
+                    (
+                        "normalised",
+                        "the residual taken from the normalised copy",
+                        "add each sub-layer's output to the stream itself, `x + attention(LN1(x))`: the residual "
+                        "stream is never normalised in Pre-LN.",
+                    ),
+                    (
+                        "first normalised",
+                        "the attention's residual taken from LN1(x)",
+                        "add the attention's output to x itself, `h = x + attention(LN1(x))`, not to LN1(x).",
+                    ),
+                    (
+                        "second normalised",
+                        "the feed-forward block's residual taken from LN2(h)",
+                        "add the feed-forward output to h itself, `h + feed_forward(LN2(h))`, not to LN2(h).",
+                    ),
+                ),
+            ),
+        )
+    )
     return (
+        *stream,
         Knob("layout", ((layout, "", ""), (other, *layouts[other]), parallel)),
         Knob(
             "residuals",

@@ -30,8 +30,14 @@ def _padding_cases(g):
         Case(
             "max_len left out, so it is the longest length: lengths 2, 5",
             (torch.tensor([2, 5]),),
-            ("defaults", "non-square"),
+            ("defaults", "None given", "non-square"),
         ),
+        Case(
+            "the same lengths 2, 5 with max_len=None written out",
+            (torch.tensor([2, 5]), None),
+            ("None given", "non-square"),
+        ),
+        Case("the same lengths 2, 5 with max_len 5", (torch.tensor([2, 5]), 5), ("non-square",)),
     ]
 
 
@@ -43,6 +49,11 @@ def _padding_inverted(lengths, max_len=None):
 def _padding_off_by_one(lengths, max_len=None):
     max_len = int(lengths.max()) if max_len is None else max_len
     return torch.arange(max_len)[None, :] <= lengths[:, None]
+
+
+def _padding_positions_from_1(lengths, max_len=None):
+    max_len = int(lengths.max()) if max_len is None else max_len
+    return torch.arange(1, max_len + 1)[None, :] < lengths[:, None]  # the last real token marked as padding
 
 
 def _padding_axes_swapped(lengths, max_len=None):
@@ -84,6 +95,12 @@ PADDING_MASK = Exercise(
             "an off-by-one (`<=`)",
             "positions start at 0, so a sentence of length n covers positions 0 ... n - 1: use `<`.",
             _padding_off_by_one,
+        ),
+        Mistake(
+            "positions counted from 1 (each sentence's last token marked as padding)",
+            "a sentence of length n covers positions 0 ... n - 1: compare `torch.arange(max_len)`, which starts at 0, "
+            "with the lengths, `positions < length`.",
+            _padding_positions_from_1,
         ),
         Mistake(
             "the axes swapped, (max_len, batch)",

@@ -269,15 +269,13 @@ SPLIT_FUSED_QKV = Exercise(
 
 
 def _mha_cases(g):
+    first = (_randn(g, 2, 5, 8), *_mha_weights(g, 8), 2)
+    padded = (_randn(g, 2, 6, 12), *_mha_weights(g, 12), 3)
     return [
-        Case(
-            "batch of 2, 5 tokens, d_model 8, 2 heads, no mask",
-            (_randn(g, 2, 5, 8), *_mha_weights(g, 8), 2),
-            ("no mask", "batched"),
-        ),
+        Case("batch of 2, 5 tokens, d_model 8, 2 heads, no mask", first, ("no mask", "batched")),
         Case(
             "batch of 2, 6 tokens, d_model 12, 3 heads, padding mask (lengths 6 and 4)",
-            (_randn(g, 2, 6, 12), *_mha_weights(g, 12), 3, padding_mask(torch.tensor([6, 4]), 6)[:, None, None, :]),
+            (*padded, padding_mask(torch.tensor([6, 4]), 6)[:, None, None, :]),
             ("masked", "batched"),
         ),
         Case(
@@ -285,6 +283,7 @@ def _mha_cases(g):
             (_randn(g, 1, 4, 6), *_mha_weights(g, 6), 3, causal_mask(4)),
             ("masked",),
         ),
+        Case("the inputs of case 2 without the mask", padded, ("no mask", "batched")),
     ]
 
 
@@ -361,7 +360,10 @@ def _mha_mask_ignored(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
 def _mha_variant(settings, x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     """Multi-head attention with each of its parts chosen by ``settings`` (the knobs below)."""
     heads = num_heads if settings["heads"] == "given" else 1
-    q, k, v = _mha_heads(x, w_q, w_k, w_v, heads)
+    if settings["split"] == "interleaved":
+        q, k, v = (_split_interleaved(x @ w, heads) for w in (w_q, w_k, w_v))
+    else:
+        q, k, v = _mha_heads(x, w_q, w_k, w_v, heads)
     divisor = {
         "sqrt d_head": math.sqrt(q.shape[-1]),
         "1": 1.0,
@@ -369,10 +371,17 @@ def _mha_variant(settings, x, w_q, w_k, w_v, w_o, num_heads, mask=None):
         "d_head": q.shape[-1],
     }[settings["scale"]]
     scores = q @ k.transpose(-2, -1) / divisor
-    if mask is not None and settings["mask"] != "ignored":
+    if mask is not None and settings["mask"] == "added":
+        scores = scores + mask
+    elif mask is not None and settings["mask"] == "multiplied":
+        scores = scores * mask
+    elif mask is not None and settings["mask"] in ("right", "inverted"):
         blocked = mask if settings["mask"] == "inverted" else ~mask
         scores = scores.masked_fill(blocked, torch.finfo(scores.dtype).min)
-    context = torch.softmax(scores, dim=settings["dim"]) @ v
+    weights = torch.softmax(scores, dim=settings["dim"])
+    if mask is not None and settings["mask"] == "after softmax":
+        weights = weights * mask
+    context = weights @ v
     merged = merge_heads(context)
     return {"w_o": lambda: merged @ w_o, "none": lambda: merged, "w_o.T": lambda: merged @ w_o.T}[settings["output"]]()
 
@@ -395,6 +404,35 @@ _MHA_KNOBS = (
             ("right", "", ""),
             ("ignored", "the mask ignored", "pass the mask to every head's attention."),
             ("inverted", "the mask inverted", "True means *may attend*: block where it is False."),
+            (
+                "added",
+                "the boolean mask added to the scores",
+                "a boolean mask adds 1 where a key is allowed and blocks nothing: fill the blocked scores, "
+                "`scores.masked_fill(~mask, torch.finfo(scores.dtype).min)`.",
+            ),
+            (
+                "multiplied",
+                "the scores multiplied by the mask",
+                "a score of 0 still gets weight after the softmax (exp(0) = 1): fill the blocked scores with the most "
+                "negative number instead, `scores.masked_fill(~mask, torch.finfo(scores.dtype).min)`.",
+            ),
+            (
+                "after softmax",
+                "the mask applied after the softmax",
+                "zeroing weights after the softmax leaves rows that no longer sum to 1: block the scores before it.",
+            ),
+        ),
+    ),
+    Knob(
+        "split",
+        (
+            ("contiguous", "", ""),
+            (
+                "interleaved",
+                "interleaved heads (a view as (d_head, num_heads))",
+                "each head takes a contiguous slice of the features: view as (batch, seq, num_heads, d_head), heads "
+                "before d_head, then `.transpose(1, 2)`.",
+            ),
         ),
     ),
     Knob(

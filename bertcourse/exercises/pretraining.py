@@ -46,9 +46,16 @@ def _corrupt_case(g, shape, share=0.5):
 def _corrupt_cases(g):
     every_branch = _corrupt_case(g, (1, 12))
     every_branch[1][:] = True
-    every_branch[2][0] = torch.tensor([0.05, 0.3, 0.79, 0.8, 0.85, 0.89, 0.9, 0.95, 0.99, 0.1, 0.15, 0.5])
+    # 0.8 itself is in the random range whether the draw is compared as float32 (torch) or as a Python float; a
+    # draw of float32(0.9) is not (0.9f < 0.9 as Python floats, not as float32), so the draw past 0.9 is the next
+    # float32 above, and both ways of comparing agree on every draw
+    every_branch[2][0] = torch.tensor([0.05, 0.3, 0.79, 0.8, 0.85, 0.89, 0.9000001, 0.95, 0.99, 0.1, 0.15, 0.5])
+    single = tuple(arg[0] if isinstance(arg, torch.Tensor) else arg for arg in every_branch)  # (12,): no batch axis
+    twice = tuple(arg.repeat(2, 1) if isinstance(arg, torch.Tensor) else arg for arg in every_branch)  # (2, 12)
     return [
-        Case("one sentence of 12 tokens, all selected, draws in every range", every_branch, ("unbatched",)),
+        Case("one sentence of 12 tokens, all selected, draws in every range", every_branch, ("batched",)),
+        Case("the same sentence without a batch axis, (12,)", single, ("unbatched",)),
+        Case("the same sentence twice, as a batch of 2", twice, ("batched",)),
         Case("a batch of 3 sentences of 10 tokens, about half selected", _corrupt_case(g, (3, 10)), ("batched",)),
         Case("a batch of 2 sentences of 16 tokens, about 15% selected", _corrupt_case(g, (2, 16), 0.15), ("batched",)),
     ]
