@@ -68,6 +68,27 @@ def require_positive_int(name: str, value) -> None:
         raise ValueError(f"`{name}` must be a positive int, got {value}.")
 
 
+def require_int_in_range(name: str, value, low: int, high: int) -> None:
+    """Raise unless ``value`` is an int from ``low`` to ``high``, both included (a slider's initial value:
+    one the slider could not show is an error, not a silent clamp)."""
+    if not is_int(value) or not low <= value <= high:
+        raise ValueError(f"`{name}` must be an int from {low} to {high}, got {value!r}.")
+
+
+def require_seed(seed) -> None:
+    """Raise unless ``seed`` is a non-negative int (``torch.manual_seed`` refuses negative ones)."""
+    if not is_int(seed) or seed < 0:
+        raise ValueError(f"`seed` must be a non-negative int, got {seed!r}.")
+
+
+def require_index(name: str, value, size: int, what: str) -> None:
+    """Raise unless ``value`` indexes one of the model's ``size`` ``what`` (layers, heads, tokens): 0 to size - 1."""
+    if not is_int(value):
+        raise TypeError(f"`{name}` must be an int, got {describe(value)}.")
+    if not 0 <= value < size:
+        raise ValueError(f"`{name}` must be from 0 to {size - 1} (the model has {size} {what}), got {value}.")
+
+
 def require_probability(name: str, p) -> None:
     """Raise unless ``p`` is a probability in [0, 1) (dropout: 1 would drop everything)."""
     if isinstance(p, bool) or not isinstance(p, (int, float)):

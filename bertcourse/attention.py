@@ -107,7 +107,7 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
     q: (..., q_len, d_k), k: (..., k_len, d_k). Returns (..., q_len, k_len).
     """
-    _check_qk(q, k)
+    require_qk(q, k)
     return _attention_scores(q, k)
 
 
@@ -177,7 +177,7 @@ def scaled_dot_product_attention(
     ``dropout_p`` drops attention weights (BERT uses 0.1 in training); pass 0.0 in eval.
     A query row with every key masked gets zero weights and a zero output.
     """
-    _check_qkv(q, k, v)
+    require_qkv(q, k, v)
     require_probability("dropout_p", dropout_p)
     if mask is not None:
         mask = broadcast_mask(mask, (*q.shape[:-1], k.shape[-2])).to(q.device)  # to (..., q_len, k_len)
@@ -206,7 +206,7 @@ def flexible_attention(
     ``scale`` multiplies the scores and defaults to 1/sqrt(d_k). q: (..., q_len, d_k), k: (..., k_len, d_k),
     v: (..., k_len, d_v). Returns ``(output, weights)``, (..., q_len, d_v) and (..., q_len, k_len).
     """
-    _check_qkv(q, k, v)
+    require_qkv(q, k, v)
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
         raise TypeError(f"`scale` must be a number or None (then 1/sqrt(d_k)), got {describe(scale)}.")
     if mask is not None and mask.dtype != torch.bool:
@@ -268,9 +268,9 @@ def _check_linear_projections(x, layers: dict) -> None:
         )
 
 
-def _check_qkv(q, k, v):
-    """``_check_qk``, and one value per key in ``v``: what every attention over (q, k, v) checks."""
-    _check_qk(q, k)
+def require_qkv(q, k, v):
+    """``require_qk``, and one value per key in ``v``: what every attention over (q, k, v) checks."""
+    require_qk(q, k)
     require_float_tensor("v", v, min_dim=2, like=q, like_name="`q`")
     if v.shape[:-1] != k.shape[:-1]:
         raise ValueError(
@@ -279,7 +279,7 @@ def _check_qkv(q, k, v):
         )
 
 
-def _check_qk(q, k):
+def require_qk(q, k):
     """The checks ``attention_scores`` and ``scaled_dot_product_attention`` share."""
     require_float_tensor("q", q, min_dim=2)
     require_float_tensor("k", k, min_dim=2, like=q, like_name="`q`")

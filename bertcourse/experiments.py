@@ -23,7 +23,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._validation import describe, require_positive_int
+from ._validation import describe, require_positive_int, require_seed
 from .attention import attention_scores, qkv_projection, scaled_dot_product_attention
 from .masks import causal_mask, combine_masks, padding_mask
 
@@ -54,7 +54,7 @@ def softmax_saturation(d_k: int, scaled: bool = True, num_keys: int = 16, seed: 
     require_positive_int("d_k", d_k)
     require_positive_int("num_keys", num_keys)
     _require_bool("scaled", scaled)
-    _require_seed(seed)
+    require_seed(seed)
     return _softmax_saturation(d_k, scaled, num_keys, seed)
 
 
@@ -108,7 +108,7 @@ def masked_attention(
     _require_bool("padding", padding)
     _require_bool("causal", causal)
     require_positive_int("d_model", d_model)
-    _require_seed(seed)
+    require_seed(seed)
     return _masked_attention(list(lengths), padding, causal, max_len, d_model, seed)
 
 
@@ -172,7 +172,7 @@ def gradient_norms_per_layer(
     require_positive_int("width", width)
     _require_bool("residual", residual)
     _require_bool("layer_norm", layer_norm)
-    _require_seed(seed)
+    require_seed(seed)
     if isinstance(weight_scale, bool) or not isinstance(weight_scale, (int, float)) or not 0 < weight_scale < math.inf:
         raise ValueError(f"`weight_scale` must be a positive number, got {weight_scale!r}.")
     return _gradient_norms_per_layer(depth, residual, layer_norm, width, seed, float(weight_scale))
@@ -243,8 +243,3 @@ def _attention_maps(model, tokenizer, text, pair=None):
 def _require_bool(name: str, value) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"`{name}` must be True or False, got {describe(value)}.")
-
-
-def _require_seed(seed) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"`seed` must be a non-negative int, got {seed!r}.")

@@ -57,11 +57,12 @@ import string
 
 import torch
 
-from ._validation import describe, require_float_tensor, require_tensor
+from ._validation import describe, require_float_tensor, require_index, require_tensor
 from .bert import BertModel
 from .masks import as_bool_mask, expand_padding_mask
 from .multihead import split_heads
 from .pooling import _mean_pooling, _normalize
+from .training import on_device
 
 ROLES = ("previous token", "next token", "[CLS]", "[SEP]", "same word elsewhere", "punctuation")
 SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]", "[MASK]"})
@@ -214,7 +215,7 @@ def sentence_tokens(model, tokenizer, text) -> list[str]:
     Raises ``ValueError`` for an empty sentence or one longer than the model's position table
     (the tokenizer would silently cut it at 512); ``TypeError`` unless ``text`` is a string.
     """
-    bert = _bert_of(model)
+    bert = bert_of(model)
     if not isinstance(text, str):
         raise TypeError(f"`text` must be a string, got {describe(text)}.")
     if not text.strip():
@@ -261,7 +262,7 @@ class NeuronView:
         ``basis="directions"`` multiplies the coordinates along the head's singular directions.
         """
         for name, position in (("query", query), ("key", key)):
-            _require_index(name, position, len(self.tokens), "tokens")
+            require_index(name, position, len(self.tokens), "tokens")
         if basis == "dimensions":
             return self.q[query] * self.k[key]  # (d_k,)
         if basis == "directions":
@@ -278,10 +279,10 @@ def neuron_view(model, tokenizer, text: str, layer: int, head: int) -> NeuronVie
     ``bertcourse.experiments.attention_maps(...)[1][layer][head]``.
     """
     tokens = sentence_tokens(model, tokenizer, text)
-    bert = _bert_of(model)
-    _require_index("layer", layer, bert.config.num_hidden_layers, "layers")
-    _require_index("head", head, bert.config.num_attention_heads, "heads")
-    batch = _on_device(tokenizer(text), bert)
+    bert = bert_of(model)
+    require_index("layer", layer, bert.config.num_hidden_layers, "layers")
+    require_index("head", head, bert.config.num_attention_heads, "heads")
+    batch = on_device(tokenizer(text), bert)
     with torch.no_grad():
         x = bert.embeddings(batch["input_ids"], batch["token_type_ids"])  # (1, seq, hidden): hidden state 0
         for encoder_layer in bert.encoder.layers[:layer]:
@@ -309,9 +310,9 @@ def head_directions(
     :math:`\sqrt{s_r}\,\tilde x \cdot v_r`, strongest first, so that their element-wise product still
     sums to :math:`q_i \cdot k_j`. ``strengths`` (d_k,) are the singular values :math:`s_r`.
     """
-    bert = _bert_of(model)
-    _require_index("layer", layer, bert.config.num_hidden_layers, "layers")
-    _require_index("head", head, bert.config.num_attention_heads, "heads")
+    bert = bert_of(model)
+    require_index("layer", layer, bert.config.num_hidden_layers, "layers")
+    require_index("head", head, bert.config.num_attention_heads, "heads")
     if isinstance(bias_scale, bool) or not isinstance(bias_scale, (int, float)) or not bias_scale > 0:
         raise ValueError(
             f"bias_scale must be a positive number (the constant coordinate c of [x, c]), got {bias_scale!r}"
@@ -456,8 +457,8 @@ def head_role_scores(model, tokenizer, sentences, roles=None) -> HeadRoles:
     if not isinstance(roles, dict) or not roles or not all(callable(f) for f in roles.values()):
         raise TypeError(f"`roles` must be a dict of name -> targets(tokens) functions, got {describe(roles)}.")
     token_lists = [sentence_tokens(model, tokenizer, text) for text in sentences]
-    bert = _bert_of(model)
-    batch = _on_device(tokenizer(list(sentences)), bert)
+    bert = bert_of(model)
+    batch = on_device(tokenizer(list(sentences)), bert)
     with torch.no_grad():
         attentions = torch.stack(bert(**batch, output_attentions=True).attentions, dim=1)
     # attentions: (batch, layers, heads, seq, seq)
@@ -588,8 +589,8 @@ def token_removal_effect(model, tokenizer, text: str) -> tuple[list[str], torch.
     1 - cos(embedding, embedding without token p), 0 when nothing moves. One batch of seq + 1 rows.
     """
     tokens = sentence_tokens(model, tokenizer, text)
-    bert = _bert_of(model)
-    batch = _on_device(tokenizer(text), bert)
+    bert = bert_of(model)
+    batch = on_device(tokenizer(text), bert)
     n = len(tokens)
     keep = ~torch.eye(n, dtype=torch.bool, device=batch["input_ids"].device)  # (seq, seq): row p drops token p
     mask = torch.cat([torch.ones(1, n, dtype=torch.bool, device=keep.device), keep])  # (1 + seq, seq)
@@ -614,11 +615,11 @@ def removal_effect(model, tokenizer, text: str, positions, *, as_key: bool = Tru
     if isinstance(positions, int) or not isinstance(positions, (list, tuple)) or not positions:
         raise TypeError(f"`positions` must be a non-empty list of token positions, got {describe(positions)}.")
     for position in positions:
-        _require_index("positions[...]", position, len(tokens), "tokens in this sentence")
+        require_index("positions[...]", position, len(tokens), "tokens in this sentence")
     if not (as_key or pooled):
         raise ValueError("`as_key` and `pooled` are both False: nothing would be removed.")
-    bert = _bert_of(model)
-    batch = _on_device(tokenizer(text), bert)
+    bert = bert_of(model)
+    batch = on_device(tokenizer(text), bert)
     full = torch.ones(1, len(tokens), dtype=torch.bool, device=batch["input_ids"].device)  # (1, seq)
     removed = full.clone()
     removed[0, list(positions)] = False  # (1, seq)
@@ -689,8 +690,8 @@ def value_weighted_attention(model, tokenizer, sentences) -> ValueWeighted:
     if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)) or not sentences:
         raise TypeError(f"`sentences` must be a non-empty list of strings, got {describe(sentences)}.")
     token_lists = [sentence_tokens(model, tokenizer, text) for text in sentences]
-    bert = _bert_of(model)
-    batch = _on_device(tokenizer(list(sentences)), bert)
+    bert = bert_of(model)
+    batch = on_device(tokenizer(list(sentences)), bert)
     with torch.no_grad():
         out = bert(**batch, output_attentions=True, output_hidden_states=True)
         lengths = []
@@ -731,9 +732,9 @@ def heads_ablated(model, heads, mean_of=None):
     head keeps its average contribution and loses only what depends on the input). The weights are
     not touched; the hooks go when the block ends.
     """
-    bert = _bert_of(model)
+    bert = bert_of(model)
     heads = _checked_heads(heads, bert.config)
-    means = None if mean_of is None else _context_means(bert, _on_device(mean_of, bert))  # (layers, hidden)
+    means = None if mean_of is None else _context_means(bert, on_device(mean_of, bert))  # (layers, hidden)
     with _ablation_hooks(bert, heads, means):
         yield model
 
@@ -817,10 +818,10 @@ def ablation_effects(model, tokenizer, pairs, mean: bool = False) -> Ablation:
     """
     if not isinstance(pairs, (list, tuple)) or not pairs or not all(_is_pair(p) for p in pairs):
         raise TypeError(f"`pairs` must be a non-empty list of (sentence, sentence) pairs, got {describe(pairs)}.")
-    bert = _bert_of(model)
+    bert = bert_of(model)
     for sentence in (s for pair in pairs for s in pair):
         sentence_tokens(bert, tokenizer, sentence)  # each one checked before any work
-    batch = _on_device(tokenizer([s for pair in pairs for s in pair]), bert)
+    batch = on_device(tokenizer([s for pair in pairs for s in pair]), bert)
     real = batch["attention_mask"].bool()  # (2 * pairs, seq)
     mask = expand_padding_mask(real)  # (2 * pairs, 1, 1, seq)
     config = bert.config
@@ -859,8 +860,8 @@ def _checked_heads(heads, config) -> list[tuple[int, int]]:
     for pair in heads:
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
             raise TypeError(f"`heads` must hold (layer, head) pairs, got the entry {pair!r}.")
-        _require_index("layer", pair[0], config.num_hidden_layers, "layers")
-        _require_index("head", pair[1], config.num_attention_heads, "heads")
+        require_index("layer", pair[0], config.num_hidden_layers, "layers")
+        require_index("head", pair[1], config.num_attention_heads, "heads")
         checked.append((pair[0], pair[1]))
     return checked
 
@@ -868,7 +869,7 @@ def _checked_heads(heads, config) -> list[tuple[int, int]]:
 # --- shared checks ---------------------------------------------------------------------------------
 
 
-def _bert_of(model) -> BertModel:
+def bert_of(model) -> BertModel:
     """The ``BertModel`` inside ``model`` (itself, or its ``.bert``), checked to be in eval mode."""
     bert = model if isinstance(model, BertModel) else getattr(model, "bert", None)
     if not isinstance(bert, BertModel):
@@ -882,18 +883,6 @@ def _bert_of(model) -> BertModel:
             "first (`load_pretrained()` returns it in eval mode)."
         )
     return bert
-
-
-def _on_device(batch, bert):
-    device = bert.embeddings.word_embeddings.weight.device
-    return {name: tensor.to(device) for name, tensor in batch.items()}
-
-
-def _require_index(name: str, value, size: int, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"`{name}` must be an int, got {describe(value)}.")
-    if not 0 <= value < size:
-        raise ValueError(f"`{name}` must be from 0 to {size - 1} (the model has {size} {what}), got {value}.")
 
 
 __all__ = [

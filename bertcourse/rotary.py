@@ -55,10 +55,10 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor | None = None, base: f
                 f"{tuple(x.shape)} (..., seq, d), got {describe(positions)}."
             )
         positions = positions.to(x.device)
-    return _rotary_core(x, positions, float(base))
+    return _apply_rotary(x, positions, float(base))
 
 
-def _rotary_core(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.Tensor:
+def _apply_rotary(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.Tensor:
     """RoPE as in the formula: angles from the sinusoids' frequencies, then a 2x2 rotation per pair."""
     d = x.shape[-1]
     exact = torch.promote_types(x.dtype, torch.float32)  # angles in float32 at least, float64 for float64

@@ -227,7 +227,7 @@ def evaluate(model: nn.Module, batches, metrics: Callable | None = None, *, auto
     try:
         with torch.no_grad(), _autocast(model, autocast_dtype):
             for batch in batches:
-                batch = _to_device(batch, _device(model))
+                batch = on_device(batch, model)
                 for name, (value, weight) in metrics(batch, model(**batch)).items():
                     if weight:
                         totals[name] = totals.get(name, 0.0) + float(value) * weight
@@ -351,7 +351,6 @@ def train(
     history = History()
     if resume and checkpoint_dir is not None and (Path(checkpoint_dir) / TRAINER_STATE_FILE).is_file():
         history = load_checkpoint(checkpoint_dir, model, optimizer, scheduler, scaler)
-    device = _device(model)
     show = _progress(progress, steps)
 
     def evaluate_now():
@@ -363,7 +362,7 @@ def train(
         evaluate_now()
     model.train()  # dropout on while training
     for step in range(history.step, steps):
-        batch = _to_device(batches.batch(step), device)
+        batch = on_device(batches.batch(step), model)
         history.record(
             train_step(
                 model, batch, optimizer, scheduler, clip_norm=clip_norm, autocast_dtype=autocast_dtype, scaler=scaler
@@ -419,7 +418,10 @@ def _device(model: nn.Module) -> torch.device:
     return next(model.parameters()).device
 
 
-def _to_device(batch: dict, device: torch.device) -> dict:
+def on_device(batch: dict, model: nn.Module) -> dict:
+    """The batch's tensors on the model's device (a model on a GPU, a tokenizer's tensors on the CPU); other
+    entries as they are."""
+    device = _device(model)
     return {name: value.to(device) if isinstance(value, torch.Tensor) else value for name, value in batch.items()}
 
 

@@ -257,17 +257,17 @@ def weights_folder(folder, name: str = "folder") -> Path:
             "(`huggingface_hub.snapshot_download`), then pass the folder it returns."
         )
     if not (folder / CONFIG_FILE).is_file():
-        raise FileNotFoundError(f"`{name}` folder {folder.name!r} has no config.json.")
+        raise FileNotFoundError(f"`{name}`={str(folder)!r} is a folder without config.json.")
     if not (folder / WEIGHTS_FILE).is_file():
         pickles = sorted(p.name for p in folder.glob("*.bin"))
         if pickles:
             raise ValueError(
-                f"`{name}` folder {folder.name!r} has {pickles[0]} but no model.safetensors. A .bin file is a pickle: "
+                f"`{name}`={str(folder)!r} holds {pickles[0]} but no model.safetensors. A .bin file is a pickle: "
                 "loading it can run any code it contains, so this course reads safetensors only. Convert it once, "
                 "with a file you trust: `transformers.BertModel.from_pretrained(folder).save_pretrained(folder)` "
                 "writes model.safetensors (transformers' default)."
             )
-        raise FileNotFoundError(f"`{name}` folder {folder.name!r} has no model.safetensors.")
+        raise FileNotFoundError(f"`{name}`={str(folder)!r} is a folder without model.safetensors.")
     return folder
 
 

@@ -66,7 +66,7 @@ def test_load_pretrained_from_a_hugging_face_folder(tmp_path):
 def test_missing_folder_and_files_are_explained(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"`path` must be a folder with config.json.*snapshot_download"):
         bc.load_pretrained(tmp_path / "nope")
-    with pytest.raises(FileNotFoundError, match=r"has no config.json"):
+    with pytest.raises(FileNotFoundError, match=r"is a folder without config.json"):
         bc.load_pretrained(tmp_path)
     with pytest.raises(TypeError, match=r"`path` must be a folder path \(str or Path\), got int 5"):
         bc.load_pretrained(5)

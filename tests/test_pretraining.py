@@ -410,9 +410,20 @@ def test_truncation_matches_the_tokenizers_library_apart_from_ties(tokenizer):
         ids, types = batch["input_ids"][0], batch["token_type_ids"][0]
         a_full, b_full = tokenizer([a_text])["input_ids"][0][1:-1], tokenizer([b_text])["input_ids"][0][1:-1]
         a, b = truncate_pair(a_full, b_full, max_length)
-        if len(a) != len(b):  # on a tie tokenizers keeps A's token, BERT's rule keeps B's
+        if len(a) != len(b):  # on a tie tokenizers cuts A, BERT's rule cuts B (the test below)
             assert torch.equal(ids, torch.cat([ids[:1], a, ids[:1] * 0 + 3, b, ids[:1] * 0 + 3]))
             assert int(types.sum()) == len(b) + 1
+
+
+def test_on_a_tie_b_loses_a_token_as_in_bert_and_the_tokenizers_library_cuts_a(tokenizer):
+    """The docstring's figures: 10 + 10 tokens at max_length 18 keep 8 + 7 here, 7 + 8 in the tokenizers library."""
+    a_text = b_text = " ".join(["cat"] * 10)
+    a_full, b_full = tokenizer([a_text])["input_ids"][0][1:-1], tokenizer([b_text])["input_ids"][0][1:-1]
+    assert (len(a_full), len(b_full)) == (10, 10)
+    a, b = truncate_pair(a_full, b_full, 18)
+    types = tokenizer([a_text], [b_text], max_length=18)["token_type_ids"][0]
+    assert (len(a), len(b)) == (8, 7)
+    assert (int((types == 0).sum()) - 2, int(types.sum()) - 1) == (7, 8)
 
 
 @pytest.mark.parametrize("max_length", [7, 0, 8.0, None])

@@ -153,7 +153,7 @@ def test_a_pickle_only_folder_is_refused_with_the_reason_and_the_fix(tmp_path):
     (tmp_path / "pytorch_model.bin").write_bytes(b"not read")
     with pytest.raises(ValueError, match=r"pytorch_model.bin but no model.safetensors.*pickle.*save_pretrained"):
         bc.BertModel.from_pretrained(tmp_path)
-    with pytest.raises(FileNotFoundError, match=r"`folder` folder .* has no model.safetensors"):
+    with pytest.raises(FileNotFoundError, match=r"`folder`='.*' is a folder without model.safetensors"):
         (tmp_path / "pytorch_model.bin").unlink()
         bc.BertModel.from_pretrained(tmp_path)
 

@@ -1,8 +1,8 @@
 """The checks that fine-tuning's data modules share, each with one meaning.
 
 ``require_tokenizer``, ``require_words`` and ``require_labelled_texts`` reject bad input at a
-function's border with a message that names the argument; ``on_device`` moves a batch to the model's
-device (a model on a GPU, a tokenizer's tensors on the CPU).
+function's border with a message that names the argument; ``on_device`` (``bertcourse.training``'s, re-exported) moves a
+batch to the model's device.
 """
 
 from __future__ import annotations
@@ -12,12 +12,7 @@ from .._validation import (
     is_int,
 )
 from ..tokenizer import WordPieceTokenizer
-
-
-def on_device(batch: dict, model) -> dict:
-    """The batch's tensors on the model's device (a model on a GPU, a tokenizer's tensors on the CPU)."""
-    device = next(model.parameters()).device
-    return {name: value.to(device) for name, value in batch.items()}
+from ..training import on_device  # noqa: F401  (re-exported: the modules of fine-tuning import it from here)
 
 
 def require_tokenizer(tokenizer) -> None:

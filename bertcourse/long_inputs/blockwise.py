@@ -36,7 +36,7 @@ import math
 import torch
 
 from .._validation import describe, require_float_tensor, require_positive_int
-from ..attention import _check_qkv
+from ..attention import require_qkv
 from ..masks import broadcast_mask
 
 
@@ -50,7 +50,7 @@ def block_attention(
     ``expand_padding_mask`` first). Returns (..., q_len, d_v), equal to
     ``scaled_dot_product_attention`` to 1e-5 in fp32; a query with every key masked gets zeros.
     """
-    _check_qkv(q, k, v)
+    require_qkv(q, k, v)
     require_positive_int("block_size", block_size)
     if mask is not None:
         mask = broadcast_mask(mask, (*q.shape[:-1], k.shape[-2])).to(q.device)  # to (..., q_len, k_len)

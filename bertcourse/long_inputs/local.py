@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from .._validation import describe, is_int, require_positive_int
-from ..attention import _check_qk, _check_qkv
+from ..attention import require_qk, require_qkv
 from ..masks import as_bool_mask, combine_masks, fill_value
 
 
@@ -153,13 +153,13 @@ def _local_attention(q, k, v, width, global_positions, block_size):
 
 
 def _check_self_attention(q, k, v) -> None:
-    _check_qk(q, k)
+    require_qk(q, k)
     if k.shape[-2] != q.shape[-2]:
         raise ValueError(
             f"`q` and `k` must have the same length (local attention is self-attention: query i and key i are "
             f"the same token), got q {tuple(q.shape)} and k {tuple(k.shape)}."
         )
-    _check_qkv(q, k, v)
+    require_qkv(q, k, v)
 
 
 def _require_width(width) -> None:

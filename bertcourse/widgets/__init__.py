@@ -19,7 +19,7 @@ Every number an explorer draws comes from a pure, seeded function of ``bertcours
 ResidualExplorer draws, is re-exported here, where notebook 06 imports it from.
 
 Later notebooks add their explorers in modules of their own in this subpackage; the shared
-plumbing (_Explorer) is in bertcourse.widgets._base.
+plumbing (Explorer) is in bertcourse.widgets._base.
 
 Put an explorer as the last expression of a cell (or call ``.display()``) to show its
 controls and its plot. Each control is an attribute, so code can move it too

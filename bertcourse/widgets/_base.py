@@ -17,6 +17,8 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import display
 
+from .._validation import require_int_in_range
+
 DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 WIDE = {"description_width": "initial"}  # room for descriptions longer than a word
 
@@ -54,15 +56,15 @@ def sentence_box(text: str) -> widgets.Text:
 
 def layer_and_head(layer: int, head: int, num_layers: int, num_heads: int) -> tuple[widgets.IntSlider, ...]:
     """Two sliders over the model's layers and heads, after checking that the start values exist."""
-    _require_in_range("layer", layer, 0, num_layers - 1)
-    _require_in_range("head", head, 0, num_heads - 1)
+    require_int_in_range("layer", layer, 0, num_layers - 1)
+    require_int_in_range("head", head, 0, num_heads - 1)
     return (
         widgets.IntSlider(value=layer, min=0, max=num_layers - 1, description="layer", continuous_update=False),
         widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False),
     )
 
 
-class _Explorer:
+class Explorer:
     """Shared plumbing: controls -> ``interactive_output`` -> one box, and how it displays itself."""
 
     def _assemble(self, controls: dict[str, widgets.Widget], rows: list[widgets.Widget]) -> None:
@@ -81,9 +83,3 @@ class _Explorer:
 
     def _ipython_display_(self, **kwargs) -> None:
         self.display()
-
-
-def _require_in_range(name: str, value, low: int, high: int) -> None:
-    """An initial control value the slider could not show is an error, not a silent clamp."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"`{name}` must be an int from {low} to {high}, got {value!r}.")

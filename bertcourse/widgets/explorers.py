@@ -15,9 +15,8 @@ from matplotlib import patheffects
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import LogLocator
 
-from .._validation import counted, require_positive_int
+from .._validation import counted, require_int_in_range, require_positive_int, require_seed
 from ..experiments import (
-    _require_seed,
     attention_maps,
     gradient_norms_per_layer,
     masked_attention,
@@ -26,10 +25,10 @@ from ..experiments import (
 )
 from ..plots import plot_attention, plot_head_view, plot_heads_grid, plot_position_encoding
 from ..positional import sinusoidal_position_encoding
-from ._base import DEFAULT_TEXT, WIDE, _Explorer, _require_in_range, checkbox
+from ._base import DEFAULT_TEXT, WIDE, Explorer, checkbox
 
 
-class ScalingExplorer(_Explorer):
+class ScalingExplorer(Explorer):
     """One query's softmax over ``num_keys`` random keys, with and without the 1/sqrt(d_k) scale.
 
     q and k have unit-variance entries, so q.k has variance d_k: without the scale, large d_k
@@ -49,7 +48,7 @@ class ScalingExplorer(_Explorer):
         require_positive_int("num_keys", num_keys)
         if d_k not in self.D_K_CHOICES:
             raise ValueError(f"`d_k` must be one of {self.D_K_CHOICES}, got {d_k!r}.")
-        _require_in_range("seed", seed, 0, 99)
+        require_int_in_range("seed", seed, 0, 99)
         self.num_keys = num_keys
         self.d_k = widgets.SelectionSlider(options=list(self.D_K_CHOICES), value=d_k, description="d_k")
         self.scaled = checkbox(scaled, "divide scores by √d_k")
@@ -91,7 +90,7 @@ class ScalingExplorer(_Explorer):
         }
 
 
-class MaskingExplorer(_Explorer):
+class MaskingExplorer(Explorer):
     """A padded batch of three sentences through scaled dot-product attention, masks on or off.
 
     The sentences are cut to the lengths on the sliders and padded with [PAD] to the longest.
@@ -124,8 +123,8 @@ class MaskingExplorer(_Explorer):
             raise ValueError(
                 f"`lengths` must be {counted(len(self.words), 'int')} from 1 to {max_len}, got {lengths!r}."
             )
-        _require_in_range("sentence", sentence, 0, len(self.words) - 1)
-        _require_seed(seed)
+        require_int_in_range("sentence", sentence, 0, len(self.words) - 1)
+        require_seed(seed)
         self._max_len, self._seed = max_len, seed  # of the random batch; not controls
         self.lengths = [
             widgets.IntSlider(value=n, min=1, max=max_len, description=f"sentence {i + 1} length", style=WIDE)
@@ -184,14 +183,14 @@ class MaskingExplorer(_Explorer):
         }
 
 
-class PositionalEncodingExplorer(_Explorer):
+class PositionalEncodingExplorer(Explorer):
     """The sinusoidal table with one position (row) and one dimension (column) picked out.
 
     The table has ``max_len`` positions (512 by default, as many as BERT reads), so the
     slow waves of the high dimensions have room to move. On the right, the dimension's
     wave twice: near the position (a window of ``WINDOW`` positions on a fixed -1 ... 1
     scale, where a fast wave reads clearly) and over all positions (its y axis fitted to
-    the wave, where a slow one does: dimension 60 turns only 1.5% of a full wave in 512
+    the wave, where a slow one does: dimension 60 turns only 1.4% of a full wave in 512
     positions); below them, the position's whole vector.
 
     Bottom right, the offset of notebook 04's section 2: the dimension's pair (2i, 2i + 1)
@@ -215,9 +214,9 @@ class PositionalEncodingExplorer(_Explorer):
 
     def __init__(self, max_len: int = 512, d_model: int = 64, position: int = 10, dimension: int = 4, offset: int = 5):
         self.table = sinusoidal_position_encoding(max_len, d_model)  # (max_len, d_model)
-        _require_in_range("position", position, 0, max_len - 1)
-        _require_in_range("dimension", dimension, 0, d_model - 1)
-        _require_in_range("offset", offset, 0, self.MAX_OFFSET)
+        require_int_in_range("position", position, 0, max_len - 1)
+        require_int_in_range("dimension", dimension, 0, d_model - 1)
+        require_int_in_range("offset", offset, 0, self.MAX_OFFSET)
         self.position = widgets.IntSlider(
             value=position, min=0, max=max_len - 1, description="position", continuous_update=False
         )
@@ -314,7 +313,7 @@ def highlight(corner: tuple[float, float], width: float, height: float) -> Recta
     return Rectangle(corner, width, height, fill=False, edgecolor="lime", lw=2.5, path_effects=edge)
 
 
-class ResidualExplorer(_Explorer):
+class ResidualExplorer(Explorer):
     """The gradient that reaches each layer of a deep stack, residual connections on or off.
 
     Draws ``bertcourse.experiments.gradient_norms_per_layer`` on a log scale: a stack of
@@ -353,7 +352,7 @@ class ResidualExplorer(_Explorer):
         if weight_scale not in scales:
             raise ValueError(f"`weight_scale` must be one of 0.5, 1.0, math.sqrt(3), 3.0, got {weight_scale!r}.")
         require_positive_int("width", width)
-        _require_seed(seed)
+        require_seed(seed)
         self._width, self._seed = width, seed  # of the measured stack; not controls
         self.depth = widgets.IntSlider(
             value=depth, min=2, max=self.MAX_DEPTH, description="layers", continuous_update=False
@@ -411,7 +410,7 @@ class ResidualExplorer(_Explorer):
         return 10.0 ** math.floor(math.log10(lowest)), 10.0 ** math.ceil(math.log10(highest))
 
 
-class AttentionExplorer(_Explorer):
+class AttentionExplorer(Explorer):
     """The attention maps of a real BERT for a sentence you type.
 
     ``model`` is a ``bertcourse.BertModel`` (e.g. from ``bertcourse.load_pretrained()``) and
@@ -455,8 +454,8 @@ class AttentionExplorer(_Explorer):
         self._cache: dict[tuple[str, str], tuple[list[str], list[torch.Tensor]]] = {}
         _, attentions = self.attentions_for(text, pair)  # refuses a model in training mode, or one with no maps
         num_layers, num_heads = len(attentions), attentions[0].shape[0]
-        _require_in_range("layer", layer, 0, num_layers - 1)
-        _require_in_range("head", head, 0, num_heads - 1)
+        require_int_in_range("layer", layer, 0, num_layers - 1)
+        require_int_in_range("head", head, 0, num_heads - 1)
         self.text = widgets.Text(
             value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
         )

@@ -25,14 +25,14 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
 from ..finetuning import BertForSequenceClassification, gradient_x_input, occlusion
-from ._base import WIDE, _Explorer, nothing_drawn
+from ._base import WIDE, Explorer, nothing_drawn
 
 DEFAULT_REVIEW = "A witty, touching film, although the second half drags on far too long."
 METHODS = ("gradient × input", "occlusion")
 COLOURS = matplotlib.colormaps["RdYlGn"]
 
 
-class SaliencyExplorer(_Explorer):
+class SaliencyExplorer(Explorer):
     """A review you type, the classifier's probability, and each word piece coloured by how it pushes it.
 
     ``model``: a ``bertcourse.finetuning.BertForSequenceClassification`` (fine-tuned); ``tokenizer``: its

@@ -33,10 +33,11 @@ import torch
 from IPython.display import clear_output
 from matplotlib.patches import Rectangle
 
+from .._validation import require_index, require_int_in_range
 from ..experiments import attention_maps
-from ..inside import _bert_of, _require_index, neuron_view, sentence_tokens
+from ..inside import bert_of, neuron_view, sentence_tokens
 from ..plots import plot_attention
-from ._base import DEFAULT_TEXT, _Explorer, _require_in_range, layer_and_head, nothing_drawn, sentence_box
+from ._base import DEFAULT_TEXT, Explorer, layer_and_head, nothing_drawn, sentence_box
 
 MAX_TOKEN_LABELS = 40  # an enlarged map labels every token up to this length, then every second, ...
 COLORMAP = "viridis"
@@ -47,7 +48,7 @@ BASES = {"dimensions": "dimensions", "directions of W_Q W_K^T": "directions"}  #
 NEURON_VIEW_GRID = {"left": 0.1, "right": 0.97, "bottom": 0.16, "top": 0.9, "hspace": 0.75, "wspace": 0.3}
 
 
-class ModelViewExplorer(_Explorer):
+class ModelViewExplorer(Explorer):
     """Every head of every layer for a sentence you type, and one of them enlarged.
 
     Left: a grid of small maps, one row per layer and one column per head (rows are queries,
@@ -63,7 +64,7 @@ class ModelViewExplorer(_Explorer):
     CACHED_TEXTS = 16  # sentences whose maps are kept
 
     def __init__(self, model, tokenizer, text: str = DEFAULT_TEXT, layer: int = 0, head: int = 0):
-        bert = _bert_of(model)  # a BertModel (or a model holding one) in eval mode, else a clear error
+        bert = bert_of(model)  # a BertModel (or a model holding one) in eval mode, else a clear error
         self.model, self.tokenizer = model, tokenizer
         self._cache: dict[str, tuple[list[str], torch.Tensor]] = {}
         num_layers, num_heads = bert.config.num_hidden_layers, bert.config.num_attention_heads
@@ -87,8 +88,8 @@ class ModelViewExplorer(_Explorer):
         values = {"text": text, "layer": layer, "head": head}
         try:
             tokens, maps = self.maps_for(text)
-            _require_index("layer", layer, maps.shape[0], "layers")
-            _require_index("head", head, maps.shape[1], "heads")
+            require_index("layer", layer, maps.shape[0], "layers")
+            require_index("head", head, maps.shape[1], "heads")
         except (TypeError, ValueError) as error:
             return nothing_drawn(str(error), **values)
         num_layers, num_heads, seq, _ = maps.shape
@@ -147,7 +148,7 @@ def heads_mosaic(maps: torch.Tensor) -> tuple[np.ndarray, int]:
     return mosaic, gap
 
 
-class NeuronViewExplorer(_Explorer):
+class NeuronViewExplorer(Explorer):
     """Why one head attends where it does: the query and key vectors behind one attention weight.
 
     For ``layer``, ``head``, a ``query`` token i and a ``key`` token j: the query vector q_i and
@@ -181,17 +182,17 @@ class NeuronViewExplorer(_Explorer):
         key: int | None = None,
         basis: str = "dimensions",
     ):
-        bert = _bert_of(model)
+        bert = bert_of(model)
         self.model, self.tokenizer = model, tokenizer
         self._cache: dict[tuple[str, int, int], object] = {}
         num_layers, num_heads = bert.config.num_hidden_layers, bert.config.num_attention_heads
         self.layer, self.head = layer_and_head(layer, head, num_layers, num_heads)
         view = self.view_for(text, layer, head)
         seq = len(view.tokens)
-        _require_in_range("query", query, 0, seq - 1)
+        require_int_in_range("query", query, 0, seq - 1)
         if key is None:
             key = int(view.weights[query].argmax())
-        _require_in_range("key", key, 0, seq - 1)
+        require_int_in_range("key", key, 0, seq - 1)
         if basis not in BASES.values():
             raise ValueError(f"`basis` must be one of {tuple(BASES.values())}, got {basis!r}.")
         self.text = sentence_box(text)

@@ -25,7 +25,7 @@ from matplotlib.colors import ListedColormap
 from .._validation import counted
 from ..long_inputs.windows import central_windows, check_window, content_ids, window_batch, window_spans
 from ..pooling import sentence_embeddings
-from ._base import WIDE, _Explorer, nothing_drawn
+from ._base import WIDE, Explorer, nothing_drawn
 
 DEFAULT_LONG_TEXT = (
     "Hamlet, Prince of Denmark, meets the ghost of his father on the castle walls at night. The ghost says "
@@ -37,7 +37,7 @@ DEFAULT_QUERY = "Who was the jester?"
 COLOURS = ListedColormap(["#f2f2f2", "#9ecae1", "#08519c"])  # not covered, covered, the token's output
 
 
-class WindowExplorer(_Explorer):
+class WindowExplorer(Explorer):
     """Sliding windows over a text you type: which tokens each window covers, each token's window, and
     (given ``model``) each window's cosine with a query.
 

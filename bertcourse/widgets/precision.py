@@ -20,8 +20,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from .._validation import require_int_in_range
 from ..precision import PRECISIONS, format_facts, format_fates, neighbours
-from ._base import WIDE, _Explorer, _require_in_range, nothing_drawn
+from ._base import WIDE, Explorer, nothing_drawn
 
 FATE_COLOURS = {
     "flushed to 0": "#d7191c",
@@ -37,7 +38,7 @@ def _percent(fraction: float) -> str:
     return f"{100 * fraction:.2f}%"
 
 
-class NumberFormatExplorer(_Explorer):
+class NumberFormatExplorer(Explorer):
     """A number you type, as fp32, fp16 and bf16 store it.
 
     Controls: ``text`` (a number such as ``1e-8`` or ``70000``; press Enter). ``drawn``: rows (one dict per
@@ -94,7 +95,7 @@ class NumberFormatExplorer(_Explorer):
         ax.ticklabel_format(axis="x", style="sci", scilimits=(-3, 4), useOffset=False)
 
 
-class LossScaleExplorer(_Explorer):
+class LossScaleExplorer(Explorer):
     """A model's gradients times a loss scale 2^k, as a histogram of log2|g x 2^k| against a format's limits.
 
     ``gradients``: a float tensor of true gradients (e.g. ``precision.flat_gradients(model, batch)``).
@@ -111,7 +112,7 @@ class LossScaleExplorer(_Explorer):
             raise TypeError(f"`gradients` must be a float tensor, got {type(gradients).__name__}.")
         if not bool((gradients != 0).any()):
             raise ValueError("`gradients` are all 0: there is nothing to draw.")
-        _require_in_range("scale_exponent", scale_exponent, self.LOW, self.HIGH)
+        require_int_in_range("scale_exponent", scale_exponent, self.LOW, self.HIGH)
         if precision not in ("fp16", "bf16"):
             raise ValueError(f"`precision` must be 'fp16' or 'bf16', got {precision!r}.")
         self.gradients = gradients.detach().double().flatten()  # (n,)

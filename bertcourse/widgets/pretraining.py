@@ -21,9 +21,9 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .._validation import counted
+from .._validation import counted, require_int_in_range
 from ..pretraining import fill_mask, masking_view
-from ._base import WIDE, _Explorer, _require_in_range, nothing_drawn, sentence_box
+from ._base import WIDE, Explorer, nothing_drawn, sentence_box
 
 FILL_MASK_TEXT = "The film is a [MASK] about a young [MASK]."
 MASKING_TEXT = "A detective returns to his home town and finds the old house empty."
@@ -38,7 +38,7 @@ def _nothing_drawn(error: Exception, **values) -> dict:
     return nothing_drawn(message[:1].upper() + message[1:], height=1.2, **values)
 
 
-class FillMaskExplorer(_Explorer):
+class FillMaskExplorer(Explorer):
     """The top-5 predictions of a ``BertForPreTraining`` for every [MASK] of a sentence you type.
 
     Controls: ``text`` (press Enter). ``drawn``: matrix (masks, 5) probabilities, predictions (per
@@ -84,7 +84,7 @@ class FillMaskExplorer(_Explorer):
         }
 
 
-class MLMMaskingExplorer(_Explorer):
+class MLMMaskingExplorer(Explorer):
     """A sentence under BERT's masking: each token, what the model sees in its place, and its label.
 
     Grey: not selected (label -100, not in the loss); orange: replaced by [MASK]; red: replaced by a
@@ -94,7 +94,7 @@ class MLMMaskingExplorer(_Explorer):
     """
 
     def __init__(self, tokenizer, text: str = MASKING_TEXT, seed: int = 0, probability: float = 0.15):
-        _require_in_range("seed", seed, 0, 99)
+        require_int_in_range("seed", seed, 0, 99)
         if not isinstance(probability, (int, float)) or not 0.0 <= probability <= 1.0:
             raise ValueError(f"`probability` must be a number from 0 to 1, got {probability!r}.")
         self.tokenizer = tokenizer
