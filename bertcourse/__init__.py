@@ -53,9 +53,12 @@ input's metadata (rank, width, dtype: no value read), so a wrong width is named,
 shape error. Checks that read
 a tensor's values run only on CPU tensors and never while ``torch.compile`` traces
 (``_validation.can_check_values``): on a GPU each would wait for the device, and under
-``torch.compile`` each would break the graph. Every check is written once, in
-``bertcourse._validation``. Where a fused kernel exists the model takes it (attention's SDPA,
-LayerNorm's ``F.layer_norm``), and a test shows it equal to the teaching path.
+``torch.compile`` each would break the graph. Every check is written once: the ones several concepts share
+(a positive int, a float tensor, a mask, an int in a range) in ``bertcourse._validation``, the ones about one
+concept beside it (``masks.require_mask_shape``, ``config.require_config``, ``attention.require_qkv``,
+``pretraining.checks``, ``finetuning.checks``). A leading underscore marks a textbook core (or plumbing private
+to its module); what other modules import has a public name. Where a fused kernel exists the model takes it
+(attention's SDPA, LayerNorm's ``F.layer_norm``), and a test shows it equal to the teaching path.
 """
 
 from .attention import attention_scores, qkv_projection, scaled_dot_product_attention

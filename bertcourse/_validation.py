@@ -2,7 +2,8 @@
 
 A learner who passes the wrong thing should read *which* argument was wrong, what
 arrived and what was expected -- never a bare ``RuntimeError: mat1 and mat2 shapes
-cannot be multiplied`` from deep inside PyTorch. Each check is written once, here.
+cannot be multiplied`` from deep inside PyTorch. Each check that several concepts share is written
+once, here; a check about one concept lives beside it (``masks.require_mask_shape``, ``config.require_config``).
 
 The rule, in three parts:
 
