@@ -121,11 +121,20 @@ def test_setup_cell_installs_only_the_course_package_and_only_in_colab(path: Pat
     assert installs == expected, installs
 
 
-def test_setup_cells_are_identical_apart_from_their_imports() -> None:
+DEVICE_LINE = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+USES_DEVICE = re.compile(r"(?<![\w.])device\b(?!\s*=[^=])")  # `device` read, not assigned or passed as device=
+
+
+def test_setup_cells_are_identical_apart_from_their_imports_and_the_device() -> None:
+    """The same setup lines everywhere; the device line only where a later cell reads `device`."""
     assert NOTEBOOKS, "no notebooks in notebooks/"
-    rests = {path.name: tuple(setup_cell_parts(path)[2]) for path in NOTEBOOKS}
+    rests = {path.name: tuple(line for line in setup_cell_parts(path)[2] if line != DEVICE_LINE) for path in NOTEBOOKS}
     assert len(set(rests.values())) == 1, rests
     assert "torch.manual_seed(0)" in next(iter(rests.values()))
+    for path in NOTEBOOKS:
+        code = [cell.source for cell in notebook_cells(path) if cell.cell_type == "code"]
+        if any(USES_DEVICE.search(source) for source in code[1:]):
+            assert DEVICE_LINE in setup_cell_parts(path)[2], f"{path.name} reads `device`: its setup cell defines it"
 
 
 def colab_environment() -> dict[str, Version]:
