@@ -432,3 +432,37 @@ def test_an_input_that_holds_nan_and_is_left_alone_is_unchanged():
     assert _same_input(torch.tensor([1, 2]), torch.tensor([1, 2])) and not _same_input(
         torch.tensor([1, 2]), torch.tensor([1.0, 2.0])
     )
+
+
+# --- a package model built to read the answer off it ------------------------------------------------
+
+
+def count_by_building_the_model(config):
+    return sum(p.numel() for p in bc.BertModel(config).parameters())  # notebook 07's own cell, on the config
+
+
+def count_on_the_meta_device(config):
+    d = config.hidden_size
+    with torch.device("meta"):  # one of the package's layers, times the number of layers
+        layer = bc.EncoderLayer(d, config.num_attention_heads, config.intermediate_size)
+    tables = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * d + 2 * d
+    return tables + config.num_hidden_layers * sum(p.numel() for p in layer.parameters()) + d * d + d
+
+
+@pytest.mark.parametrize("fn", [count_by_building_the_model, count_on_the_meta_device])
+def test_a_package_model_built_to_count_its_parameters_is_told_so(fn):
+    result = check("count_parameters", fn)
+    assert result.status == "wrong", result.message
+    assert result.message.startswith("❌ Wrong: this builds bertcourse's own `bertcourse."), result.message
+    assert "without building the model" in result.message
+    with engine.judging_the_package():
+        assert check("count_parameters", fn).status == "correct"
+    own_modules = torch.nn.TransformerEncoderLayer  # PyTorch's layer, not the package's: the learner's own count
+
+    def count_with_torchs_layer(config):
+        d = config.hidden_size
+        layer = own_modules(d, config.num_attention_heads, config.intermediate_size)
+        tables = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * d + 2 * d
+        return tables + config.num_hidden_layers * sum(p.numel() for p in layer.parameters()) + d * d + d
+
+    assert check("count_parameters", count_with_torchs_layer).status == "correct"

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from bertcourse import finetuning
-from bertcourse.exercises import check
+from bertcourse.exercises import EXERCISES, check
 
 
 def align_with_a_set(word_ids, word_labels):
@@ -357,3 +357,29 @@ def test_a_realistic_wrong_answer_gets_a_message_that_names_what_fails(name, fn,
 )
 def test_more_correct_answers_are_accepted(name, fn):
     assert check(name, fn).status == "correct", check(name, fn).message
+
+
+def span_with_invalid_spans_filled_with_zero(start_logits, end_logits, context_mask, max_answer_length):
+    scores = start_logits.unsqueeze(-1) + end_logits.unsqueeze(-2)
+    i = torch.arange(scores.shape[-1])
+    ok = (i[None, :] >= i[:, None]) & (i[None, :] - i[:, None] < max_answer_length)
+    ok = ok & context_mask.unsqueeze(-1) & context_mask.unsqueeze(-2)
+    flat = scores.masked_fill(~ok, 0.0).flatten(-2).argmax(-1)  # 0 for an invalid span, not -inf
+    return torch.stack([flat // scores.shape[-1], flat % scores.shape[-1]], dim=-1)
+
+
+def span_with_a_large_negative_fill(start_logits, end_logits, context_mask, max_answer_length):
+    scores = start_logits.unsqueeze(-1) + end_logits.unsqueeze(-2)
+    i = torch.arange(scores.shape[-1])
+    ok = (i[None, :] >= i[:, None]) & (i[None, :] - i[:, None] < max_answer_length)
+    ok = ok & context_mask.unsqueeze(-1) & context_mask.unsqueeze(-2)
+    flat = scores.masked_fill(~ok, -1e9).flatten(-2).argmax(-1)  # far below any span: right
+    return torch.stack([flat // scores.shape[-1], flat % scores.shape[-1]], dim=-1)
+
+
+def test_a_span_search_that_zeroes_invalid_spans_is_caught_where_every_span_scores_below_0():
+    last = EXERCISES["best_span"].cases()[-1]  # the case that separates them: every span scores below 0
+    assert float(last.args[0].amax() + last.args[1].amax()) < 0
+    result = check("best_span", span_with_invalid_spans_filled_with_zero)
+    assert result.mistake == "invalid spans given a score of 0 instead of left out", result.message
+    assert check("best_span", span_with_a_large_negative_fill).status == "correct"

@@ -248,3 +248,49 @@ def test_rollout_still_passes_a_solution_written_differently():
         return result
 
     assert check("attention_rollout", rollout).status == "correct"
+
+
+def _rollout_by(fuse, mix, layers=slice(None), right_to_left=True):
+    def rollout(attentions, residual=True):
+        result = None
+        for layer_maps in attentions[layers]:
+            mixing = fuse(layer_maps)
+            mixing = mix(mixing) if residual else mixing
+            result = mixing if result is None else (mixing @ result if right_to_left else result @ mixing)
+        return result
+
+    return rollout
+
+
+def _halfway(a):
+    return 0.5 * a + 0.5 * torch.eye(a.shape[-1])
+
+
+def _heads_mean(maps):
+    return maps.mean(dim=-3)
+
+
+def rollout_per_head_then_averaged(attentions, residual=True):
+    return _rollout_by(lambda maps: maps, _halfway)(attentions, residual).mean(dim=-3)
+
+
+ROLLOUT_WRONG = [
+    (
+        _rollout_by(_heads_mean, lambda a: (a + torch.eye(a.shape[-1])) / (a + torch.eye(a.shape[-1])).sum(-2, True)),
+        "Its rows sum to",
+    ),
+    (_rollout_by(_heads_mean, lambda a: 0.5 * a + torch.eye(a.shape[-1])), "Its rows sum to"),
+    (_rollout_by(_heads_mean, _halfway, slice(1, None)), "the first layer is left out"),
+    (_rollout_by(_heads_mean, _halfway, slice(None, -1)), "the last layer is left out"),
+    (rollout_per_head_then_averaged, "each head rolled out on its own"),
+    (
+        lambda attentions, residual=True: _rollout_by(_heads_mean, _halfway)(attentions, not residual),
+        "It equals the rollout with residual=False",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fn", "words"), ROLLOUT_WRONG)
+def test_a_wrong_rollout_is_read_structurally(fn, words):
+    result = check("attention_rollout", fn)
+    assert result.status == "wrong" and words in result.message, result.message

@@ -409,7 +409,7 @@ def test_the_cases_vary_one_property_at_a_time():
     first = accuracy[0].args
     for case in accuracy[1:4]:  # the kinds of position shown, then the [MASK] id; the sizes stay
         assert case.label.startswith("the same sizes") and case.args[1].shape == first[1].shape
-    assert {case.args[3] for case in accuracy} == {4, 103}
+    assert {case.args[3] for case in accuracy} == {4, 103, 11}  # 11: the last id, as RoBERTa's <mask>
     schedules = [case.args[1:] for case in EXERCISES["lr_multiplier"].cases()]
     assert schedules.count((10, 100)) == 8  # one schedule, the step moving through its phases
     assert set(schedules) == {(10, 100), (0, 50), (4, 12)}
@@ -418,3 +418,99 @@ def test_the_cases_vary_one_property_at_a_time():
 def test_lr_multiplier_accepts_an_int_where_the_value_is_whole():
     assert lr_as_one_minus_progress(130, 10, 100) == 0 and isinstance(lr_as_one_minus_progress(130, 10, 100), int)
     assert check("lr_multiplier", lr_as_one_minus_progress).passed
+
+
+def accuracy_on_positive_labels(prediction_logits, labels):
+    picked = labels.ge(1)  # as if no token had id 0
+    return prediction_logits.argmax(-1).eq(labels).float()[picked].mean()
+
+
+def masked_accuracy_on_positive_labels(prediction_logits, labels, input_ids, mask_token_id):
+    picked = labels.gt(0) & input_ids.eq(mask_token_id)
+    return prediction_logits.argmax(-1).eq(labels)[picked].float().mean()
+
+
+def test_an_accuracy_that_takes_labels_above_0_as_the_selected_ones_is_caught():
+    for name, fn in (
+        ("mlm_accuracy", accuracy_on_positive_labels),
+        ("masked_only_accuracy", masked_accuracy_on_positive_labels),
+    ):
+        cases = EXERCISES[name].cases()
+        assert any(bool((case.args[1] == 0).any()) for case in cases), name  # a selected label 0 in some case
+        result = check(name, fn)
+        assert result.mistake == "the selected positions taken as `labels > 0`", result.message
+    assert check("mlm_accuracy", lambda p, y: p.argmax(-1).eq(y)[y.ge(0)].float().mean()).passed
+
+
+def truncate_the_shorter(a, b, max_length):
+    len_a, len_b = len(a), len(b)
+    while len_a + len_b > max_length - 3 and min(len_a, len_b) > 0:
+        if len_a < len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return a[:len_a], b[:len_b]
+
+
+def truncate_the_longer_only(a, b, max_length):
+    room = max_length - 3
+    if len(a) + len(b) <= room:
+        return a, b
+    if len(a) > len(b):
+        return a[: max(0, room - len(b))], b
+    return a, b[: max(0, room - len(a))]
+
+
+def truncate_proportionally(a, b, max_length):
+    room, total = max_length - 3, len(a) + len(b)
+    if total <= room:
+        return a, b
+    len_a = round(len(a) * room / total)
+    return a[:len_a], b[: room - len_a]
+
+
+def truncate_b_from_its_start(a, b, max_length):
+    len_a, len_b = len(a), len(b)
+    while len_a + len_b > max_length - 3:
+        if len_a > len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return a[:len_a], b[len(b) - len_b :]
+
+
+def truncate_one_round_too_many(a, b, max_length):
+    len_a, len_b = len(a), len(b)
+    while len_a + len_b >= max_length - 3:
+        if len_a > len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return a[:len_a], b[:len_b]
+
+
+def truncate_without_the_sep_between(a, b, max_length):
+    len_a, len_b = len(a), len(b)
+    while len_a + len_b > max_length - 1:  # only [CLS] counted
+        if len_a > len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return a[:len_a], b[:len_b]
+
+
+TRUNCATE_WRONG = [
+    (truncate_the_shorter, "more than max_length = 12"),
+    (truncate_the_longer_only, "longest first keeps 6 and 5: one token at a time"),
+    (truncate_proportionally, "you kept 6 of a's 10 tokens and 3 of b's 4; longest first keeps 5 and 4"),
+    (truncate_b_from_its_start, "`b` is its last 7 tokens: cut at the end"),
+    (truncate_one_round_too_many, "Yours keep 4 + 4 tokens, but 9 fit"),
+    (truncate_without_the_sep_between, "has 7 + 4 + 3 = 14 tokens, more than max_length = 12"),
+]
+
+
+@pytest.mark.parametrize(("fn", "words"), TRUNCATE_WRONG, ids=[fn.__name__ for fn, _ in TRUNCATE_WRONG])
+def test_truncate_pair_says_what_the_cut_pair_is(fn, words):
+    result = check("truncate_pair", fn)
+    assert result.status == "wrong" and result.mistake is None, result.message
+    assert words in result.message, result.message

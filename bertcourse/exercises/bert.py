@@ -14,9 +14,11 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 
+from ..bert import BertModel
 from ..config import BertConfig
 from ..counting import count_parameters, parameter_breakdown
-from ..embeddings import bert_embeddings
+from ..embeddings import BertEmbeddings, bert_embeddings
+from ..encoder import Encoder, EncoderLayer
 from ..heads import mlm_head
 from ..layernorm import layer_norm
 from ..positional import sinusoidal_position_encoding
@@ -399,10 +401,13 @@ COUNT_PARAMETERS = Exercise(
     reference=count_parameters,
     prompt="your function receives a `BertConfig` and returns, as an int, the number of parameters of "
     "`BertModel(config)`: the embeddings with their LayerNorm, every encoder layer (Q, K, V, W_O and the "
-    "feed-forward block, each with biases, and two LayerNorms), and the pooler.",
+    "feed-forward block, each with biases, and two LayerNorms), and the pooler, counted from the config's sizes "
+    "without building a model.",
     start="count one linear layer first: a d_in x d_out weight plus d_out biases.",
     make_cases=_count_cases,
     explain=_explain_count,
+    # the notebook counts a built model with `numel`: building the package's model (or its parts) answers it
+    answered_by=tuple(cls.__init__ for cls in (BertModel, BertEmbeddings, Encoder, EncoderLayer)),
     notebook="07",
     extra_solution=("_parameter_breakdown", "_linear_parameters"),
     mistakes=(

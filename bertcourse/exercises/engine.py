@@ -123,6 +123,16 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
     reached = next((o.reached for o in learner if o.reached), None)
     problems = [case_problem(exercise, case, o, e) for case, o, e in zip(cases, learner, expected, strict=True)]
     if not any(problems):
+        if reached and reached.endswith(".__init__"):  # a package module built, whose parameters answer it
+            built = reached.removesuffix(".__init__")
+            return CheckResult(
+                exercise.name,
+                WRONG,
+                f"❌ Wrong: this builds bertcourse's own `{built}`, which holds the answer to `{exercise.name}`, so "
+                "the results are the package's, not yours: work it out from the inputs, without building the "
+                "model.",
+                mistake=f"builds bertcourse's own {built}",
+            )
         if reached:
             return CheckResult(
                 exercise.name,
@@ -292,7 +302,12 @@ def case_problem(exercise: Exercise, case: Case, outcome: Outcome, expected) -> 
             problem + _twin(exercise, case, index, value[index], expected) if problem else problem
             for index, problem in enumerate(problems)
         ]
-        return "\n".join(problem for problem in problems if problem) or None
+        text = "\n".join(problem for problem in problems if problem) or None
+        if text and exercise.explain_outputs is not None:
+            extra = exercise.explain_outputs(case, value, expected)
+            if extra:
+                text = f"{text}\n{extra}"
+        return text
     return _item_problem(exercise, case, "Your output", value, expected, exercise.axes.get("", ()))
 
 

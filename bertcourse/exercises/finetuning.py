@@ -607,10 +607,11 @@ ALIGN_WORD_LABELS = Exercise(
 # --- best_span -----------------------------------------------------------------------------------
 
 
-def _span_case(g, seq, question, max_len, plants, batch=None, empty_rows=()):
-    """Random logits for [CLS] question [SEP] passage [SEP] with planted values (row, 'start'/'end', pos, value)."""
+def _span_case(g, seq, question, max_len, plants, batch=None, empty_rows=(), shift=0.0):
+    """Random logits for [CLS] question [SEP] passage [SEP] with planted values (row, 'start'/'end', pos, value);
+    ``shift`` is added to every logit (a negative one: every span, the best valid one too, scores below 0)."""
     shape = (seq,) if batch is None else (batch, seq)
-    start, end = _randn(g, *shape), _randn(g, *shape)
+    start, end = _randn(g, *shape) + shift, _randn(g, *shape) + shift
     mask = torch.zeros(shape, dtype=torch.bool)
     mask[..., question + 2 : seq - 1] = True  # the passage: after [CLS] question [SEP], before the last [SEP]
     for row in empty_rows:
@@ -663,6 +664,20 @@ def _span_cases(g):
             "a batch of 2 x 9, the second input has no passage token: its answer is [0, 0]",
             _span_case(g, 9, 2, 4, [(0, "start", 5, 4.0), (0, "end", 6, 4.0), (1, "start", 3, 5.0)], 2, (1,)),
             ("batched", "fully masked row"),
+        ),
+        Case(
+            "a batch of 2 x 12 (question 3), at most 4 tokens: every logit below -3, so every span, the best valid "
+            "one too, scores below 0",
+            _span_case(
+                g,
+                12,
+                3,
+                4,
+                [(0, "start", 7, -1.0), (0, "end", 8, -1.5), (1, "start", 9, -1.0), (1, "end", 9, -1.0)],
+                batch=2,
+                shift=-6.0,
+            ),
+            ("batched",),
         ),
     ]
 
@@ -727,6 +742,16 @@ def _span_one_token_refused(start_logits, end_logits, context_mask, max_answer_l
     )
 
 
+def _span_invalid_zeroed(start_logits, end_logits, context_mask, max_answer_length):
+    seq = start_logits.shape[-1]
+    scores = start_logits[..., :, None] + end_logits[..., None, :]
+    i = torch.arange(seq)
+    length = i[None, :] - i[:, None] + 1
+    valid = (length >= 1) & (length <= max_answer_length) & context_mask[..., :, None] & context_mask[..., None, :]
+    best = (scores * valid).flatten(-2).argmax(dim=-1)  # an invalid span scores 0, above a valid one below 0
+    return torch.stack([best // seq, best % seq], dim=-1)
+
+
 def _span_end_exclusive(start_logits, end_logits, context_mask, max_answer_length):
     spans = best_span(start_logits, end_logits, context_mask, max_answer_length)
     return spans + torch.tensor([0, 1])
@@ -781,6 +806,13 @@ BEST_SPAN = Exercise(
             "the end one past the answer",
             "here `end` is the answer's last token (included), as Hugging Face's `end_positions`.",
             _span_end_exclusive,
+        ),
+        Mistake(
+            "invalid spans given a score of 0 instead of left out",
+            "multiplying the scores by the valid mask (or `masked_fill(~valid, 0)`) gives every invalid span 0, "
+            "which beats a best valid span that scores below 0, as logits often do: fill them with "
+            "`float('-inf')`.",
+            _span_invalid_zeroed,
         ),
     ),
 )

@@ -207,6 +207,57 @@ def _rollout_last_layer_only(attentions, residual=True):
     return _with_identity(_mean_heads(attentions[-1]), residual)
 
 
+def _per_head_rollout(attentions, residual):
+    """Each head rolled out through the layers on its own, the heads averaged at the end."""
+    rollout = None
+    for layer_maps in attentions:
+        mixing = layer_maps
+        if residual:
+            mixing = 0.5 * mixing + 0.5 * torch.eye(mixing.shape[-1])
+        rollout = mixing if rollout is None else mixing @ rollout
+    return rollout.mean(dim=-3)
+
+
+def _rollout_explain(case, value, expected):
+    """What the learner's rollout is: rows that do not sum to 1, or the rollout of other layers or settings."""
+    if not isinstance(value, torch.Tensor) or value.shape != expected.shape or not value.is_floating_point():
+        return None
+    attentions, residual = case.args[0], (case.args[1] if len(case.args) > 1 else True)
+    value = value.float()
+    sums = value.sum(dim=-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
+        return (
+            f"Its rows sum to {float(sums.min()):.3g} to {float(sums.max()):.3g}, not 1: every mixing matrix "
+            "(each layer's mean over heads, then 0.5 * A + 0.5 * I) has rows that sum to 1, so their product has too: "
+            "renormalise the rows of each mixing (`dim=-1`)."
+        )
+    layers = len(attentions)
+    candidates = [
+        (f"the rollout with residual={not residual}", lambda: attention_rollout(attentions, not residual)),
+        (
+            "each head rolled out on its own and the heads averaged at the end: average each layer's heads first, "
+            "then multiply the layers",
+            lambda: _per_head_rollout(attentions, residual),
+        ),
+    ]
+    if layers > 1:
+        candidates += [
+            (
+                f"the rollout of layers 2 to {layers}: the first layer is left out",
+                lambda: attention_rollout(attentions[1:], residual),
+            ),
+            (
+                f"the rollout of layers 1 to {layers - 1}: the last layer is left out",
+                lambda: attention_rollout(attentions[:-1], residual),
+            ),
+        ]
+    for text, make in candidates:
+        other = make()
+        if not torch.allclose(other, expected, atol=1e-5) and torch.allclose(value, other, atol=1e-5, rtol=1e-4):
+            return f"It equals {text}."
+    return None
+
+
 ATTENTION_ROLLOUT = Exercise(
     name="attention_rollout",
     reference=attention_rollout,
@@ -218,6 +269,7 @@ ATTENTION_ROLLOUT = Exercise(
     start="average one layer's heads with `.mean(dim=-3)`, and make the identity with `torch.eye(seq)`.",
     make_cases=_rollout_cases,
     axes={"": ("position rows", "input-token columns")},
+    explain=_rollout_explain,
     notebook="08",
     mistakes=(
         Mistake(

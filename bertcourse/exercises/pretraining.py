@@ -207,6 +207,38 @@ def _truncate_halves(a, b, max_length):
     return a[: budget // 2], b[: budget - budget // 2]
 
 
+def _truncate_explain(case, values, expected):
+    """What the learner's cut pair is: too long, room left over, the cuts shared otherwise, or the wrong end cut."""
+    a, b, max_length = case.args
+    if not all(isinstance(v, torch.Tensor) and v.dim() == 1 for v in values):
+        return None
+    (mine_a, mine_b), (right_a, right_b) = values, expected
+    kept, right = (len(mine_a), len(mine_b)), (len(right_a), len(right_b))
+    total = kept[0] + kept[1] + 3
+    if total > max_length:
+        return (
+            f"With yours, `[CLS] a [SEP] b [SEP]` has {kept[0]} + {kept[1]} + 3 = {total} tokens, more than "
+            f"max_length = {max_length}."
+        )
+    if total < right[0] + right[1] + 3:
+        return (
+            f"Yours keep {kept[0]} + {kept[1]} tokens, but {right[0] + right[1]} fit (max_length {max_length} "
+            "minus the 3 special tokens): stop cutting as soon as the pair fits."
+        )
+    if kept != right:
+        return (
+            f"The total is right, but you kept {kept[0]} of a's {len(a)} tokens and {kept[1]} of b's {len(b)}; "
+            f"longest first keeps {right[0]} and {right[1]}: one token at a time, the one that is longer *now* "
+            "loses its last token (b on a tie), so the two end up as equal as the cut allows."
+        )
+    for name, mine, original, n in (("a", mine_a, a, kept[0]), ("b", mine_b, b, kept[1])):
+        if n and not torch.equal(mine, original[:n]):
+            if torch.equal(mine, original[len(original) - n :]):
+                return f"`{name}` is its last {n} tokens: cut at the end, keep the first ones (`{name}[:len_{name}]`)."
+            return f"`{name}` is not the first {n} tokens of the input `{name}`: keep `{name}[:len_{name}]`."
+    return None
+
+
 TRUNCATE_PAIR = Exercise(
     name="truncate_pair",
     reference=truncate_pair,
@@ -218,6 +250,7 @@ TRUNCATE_PAIR = Exercise(
     "`while` loop; return `a[:len_a], b[:len_b]`.",
     make_cases=_truncate_cases,
     outputs=("a", "b"),
+    explain_outputs=_truncate_explain,
     notebook="09",
     mistakes=(
         Mistake(
@@ -274,11 +307,24 @@ def _accuracy_case(g, batch, seq, vocab, share=0.4):
     return (logits, torch.where(selected, labels, IGNORE_INDEX))
 
 
+def _accuracy_with_id_zero(g, batch, seq, vocab):
+    """An accuracy case whose labels hold token id 0 (an ordinary token in such a vocabulary), predicted right."""
+    logits, labels = _accuracy_case(g, batch, seq, vocab, share=0.5)
+    zero = torch.zeros(batch, seq, dtype=torch.bool)
+    zero[:, 1::3] = True  # some positions, selected here, whose original token is id 0
+    logits = logits + 8.0 * zero[..., None] * torch.nn.functional.one_hot(torch.zeros_like(labels), vocab)
+    return (logits, torch.where(zero, 0, labels))
+
+
 def _accuracy_cases(g):
     return [
         Case("a batch of 2 x 8 tokens, vocabulary of 7", _accuracy_case(g, 2, 8, 7), ("batched",)),
         Case("one sentence of 12 tokens, vocabulary of 5", _accuracy_case(g, 1, 12, 5), ("batched",)),
         Case("a batch of 3 x 10 tokens, vocabulary of 30, 15% selected", _accuracy_case(g, 3, 10, 30, 0.15)),
+        Case(
+            "a batch of 2 x 9 tokens, vocabulary of 6: token id 0 is the label of some selected positions",
+            _accuracy_with_id_zero(g, 2, 9, 6),
+        ),
     ]
 
 
@@ -288,6 +334,11 @@ def _accuracy_over_every_position(prediction_logits, labels):
 
 def _accuracy_ignored_counted_right(prediction_logits, labels):
     return ((prediction_logits.argmax(dim=-1) == labels) | (labels == IGNORE_INDEX)).float().mean()
+
+
+def _accuracy_positive_labels(prediction_logits, labels):
+    selected = labels > 0
+    return (prediction_logits.argmax(dim=-1) == labels)[selected].float().mean()
 
 
 def _accuracy_a_count(prediction_logits, labels):
@@ -321,6 +372,12 @@ MLM_ACCURACY = Exercise(
             "divide by the number of selected positions: `.float().mean()` over `correct[selected]`.",
             _accuracy_a_count,
         ),
+        Mistake(
+            "the selected positions taken as `labels > 0`",
+            "token id 0 is a token like any other, and a label can be 0: the positions to leave out are those "
+            "labelled -100, so select `labels != -100`.",
+            _accuracy_positive_labels,
+        ),
     ),
 )
 
@@ -328,21 +385,25 @@ MLM_ACCURACY = Exercise(
 # --- masked_only_accuracy ------------------------------------------------------------------------
 
 
-def _masked_case(g, batch, seq, vocab, mask_token_id=MASK_ID, kinds=(0.6, 0.2, 0.2)):
+def _masked_case(g, batch, seq, vocab, mask_token_id=MASK_ID, kinds=(0.6, 0.2, 0.2), mask_last=False):
     """A batch as the collator makes it, and a model that copies the token it sees and guesses at [MASK].
 
     ``kinds`` are the shares of the selected positions that show [MASK], a random token and the token kept;
-    every [MASK] in ``input_ids`` is at a selected position, as in real batches.
+    every [MASK] in ``input_ids`` is at a selected position, as in real batches. The ordinary tokens are the
+    ids above [MASK] and the other special tokens or, with ``mask_last`` (RoBERTa's <mask> is its last id), every
+    id below [MASK], id 0 among them and planted at every other position.
     """
-    first = mask_token_id + 1  # the ordinary tokens: ids above [MASK] and the other special tokens
-    text = torch.randint(first, vocab, (batch, seq), generator=g)  # (batch, seq) the original tokens
+    first, end = (0, mask_token_id) if mask_last else (mask_token_id + 1, vocab)  # the ordinary ids: [first, end)
+    text = torch.randint(first, end, (batch, seq), generator=g)  # (batch, seq) the original tokens
+    if mask_last:
+        text[:, ::2] = 0
     selected = torch.rand(batch, seq, generator=g) < 0.5
     draws = torch.rand(batch, seq, generator=g)
     shows_mask = selected & (draws < kinds[0])
     shows_random = selected & (draws >= kinds[0]) & (draws < kinds[0] + kinds[1])
-    other = first + (text - first + torch.randint(1, vocab - first, (batch, seq), generator=g)) % (vocab - first)
+    other = first + (text - first + torch.randint(1, end - first, (batch, seq), generator=g)) % (end - first)
     input_ids = torch.where(shows_mask, mask_token_id, torch.where(shows_random, other, text))
-    guess = torch.randint(first, vocab, (batch, seq), generator=g)  # a wrong or lucky guess at [MASK]
+    guess = torch.randint(first, end, (batch, seq), generator=g)  # a wrong or lucky guess at [MASK]
     guess = torch.where(torch.rand(batch, seq, generator=g) < 0.3, mask_token_id, guess)  # or [MASK] itself
     right = torch.rand(batch, seq, generator=g) < 0.5
     prediction = torch.where(shows_mask, torch.where(right, text, guess), input_ids)  # elsewhere: copy what it sees
@@ -368,6 +429,10 @@ def _masked_cases(g):
             _masked_case(g, 2, 10, 12, kinds=(0.0, 0.5, 0.5)),
         ),
         Case("the same sizes, [MASK] is id 103 in a vocabulary of 120", _masked_case(g, 2, 10, 120, 103)),
+        Case(
+            "the same sizes, [MASK] is the last id (11), as RoBERTa's <mask>: id 0 is an ordinary token",
+            _masked_case(g, 2, 10, 12, 11, mask_last=True),
+        ),
         Case("one sentence of 10 tokens, vocabulary of 12", _masked_case(g, 1, 10, 12)),
         Case(
             "a batch of 2 x 9 tokens, vocabulary of 9: as many positions as token ids",
@@ -412,6 +477,11 @@ def _masked_zero_without_mask(prediction_logits, labels, input_ids, mask_token_i
     shows_mask = _masked_positions(labels, input_ids, mask_token_id)
     hits = ((prediction_logits.argmax(dim=-1) == labels) & shows_mask).sum()
     return hits / shows_mask.sum().clamp(min=1)
+
+
+def _masked_positive_labels(prediction_logits, labels, input_ids, mask_token_id):
+    shows_mask = (labels > 0) & (input_ids == mask_token_id)
+    return (prediction_logits.argmax(dim=-1) == labels)[shows_mask].float().mean()
 
 
 def _masked_explain(case, value, expected):
@@ -523,6 +593,12 @@ MASKED_ONLY_ACCURACY = Exercise(
             "with no [MASK] position there is no accuracy: 0 would read as a model that is always wrong. The mean "
             "of no values is NaN (0 / 0), which is what the exercise asks for; do not clamp the count.",
             _masked_zero_without_mask,
+        ),
+        Mistake(
+            "the selected positions taken as `labels > 0`",
+            "token id 0 is a token like any other (RoBERTa's <mask> is its last id, and every id below it is a "
+            "token), so a label can be 0: the unselected positions are those labelled -100, `labels != -100`.",
+            _masked_positive_labels,
         ),
     ),
 )

@@ -111,7 +111,12 @@ class Exercise:
     ``explain``, if given, is called as ``explain(case, value, expected)`` on a wrong output that no
     mistake explains, and returns a sentence about it or None. ``knobs`` and ``variant`` (see ``Knob``)
     describe the formula's parts, so that a combination of slips is named when no single mistake
-    matches. ``notebook`` is "01", "02", ...
+    matches. ``explain_outputs``, for an exercise with ``outputs``, is called as
+    ``explain_outputs(case, values, expected)`` with every item at once, on a case whose items are wrong
+    in a way no mistake explains, and returns a sentence about them together (the two cut lengths of a
+    truncated pair, say) or None. ``answered_by`` lists other package code that answers the exercise for
+    the learner (a ``BertModel`` built to count its parameters): it counts as the concept's own.
+    ``notebook`` is "01", "02", ...
     """
 
     name: str
@@ -129,6 +134,8 @@ class Exercise:
     explain: Callable | None = None
     knobs: tuple[Knob, ...] = ()
     variant: Callable | None = None
+    explain_outputs: Callable | None = None
+    answered_by: tuple[Callable, ...] = ()
     notebook: str = ""
 
     def __hash__(self) -> int:
@@ -176,7 +183,7 @@ class Exercise:
         """The package's own code for this exercise: the reference, the functions ``solution`` shows, and the
         ``forward`` of a module class of the same name in the same module (``LayerNorm`` for ``layer_norm``)."""
         module = sys.modules[self.reference.__module__]
-        found = [self.reference]
+        found = [self.reference, *self.answered_by]
         found += [f for f in (getattr(module, name, None) for name in self.solution_names()) if callable(f)]
         wanted = self.reference.__name__.replace("_", "").lower()
         for name, value in vars(module).items():
