@@ -21,10 +21,10 @@ from bertcourse.distributed import (
     JobTimeout,
     WorkerError,
     accumulation_step,
+    demo_config,
     make_dataset,
     rank_batch,
     run_job,
-    tiny_config,
     torchrun_command,
 )
 from bertcourse.distributed.train import train_data_parallel
@@ -60,7 +60,7 @@ def two_processes(tmp_path_factory):
 def test_ddp_on_two_processes_gives_the_weights_of_one_process_on_the_doubled_batch(one_process, two_processes):
     assert json.loads((two_processes / "result.json").read_text())["world_size"] == 2
     assert max_difference(weights(two_processes), weights(one_process)) < 1e-6
-    before = bc.BertForPreTraining(tiny_config()).hf_state_dict()  # a different init: the runs did train
+    before = bc.BertForPreTraining(demo_config()).hf_state_dict()  # a different init: the runs did train
     assert max_difference(weights(one_process), before) > 1e-3
 
 
@@ -70,7 +70,7 @@ def test_gradient_accumulation_gives_the_same_weights(one_process, tmp_path):
 
 
 def test_accumulation_needs_a_batch_that_splits():
-    model = bc.BertForPreTraining(tiny_config())
+    model = bc.BertForPreTraining(demo_config())
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     with pytest.raises(ValueError, match=r"the batch of 16 rows does not split into `micro_batches`=3"):
         accumulation_step(model, make_dataset(rows=16), optimizer, micro_batches=3)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import bertcourse as bc
-from bertcourse.distributed import make_dataset, tiny_config
+from bertcourse.distributed import demo_config, make_dataset
 from bertcourse.distributed.data import rank_batch
 from bertcourse.precision import (
     LossScaler,
@@ -67,7 +67,7 @@ def test_cpu_autocast_runs_a_layer_norm_in_the_dtype_it_receives_and_the_loss_in
     assert autocast_dtypes(lambda: norm(x.bfloat16()))["native_layer_norm"] == [torch.bfloat16]  # not cast up
     assert autocast_dtypes(lambda: norm(x))["native_layer_norm"] == [torch.float32]
     torch.manual_seed(0)
-    model = bc.BertForPreTraining(tiny_config()).eval()
+    model = bc.BertForPreTraining(demo_config()).eval()
     seen = autocast_dtypes(lambda: model(**make_dataset(rows=2)), "cpu", torch.bfloat16)
     assert torch.bfloat16 in seen["native_layer_norm"]  # the MLM head's LayerNorm reads a bf16 GELU
     assert seen["_log_softmax"] == [torch.float32] and seen["nll_loss_forward"] == [torch.float32]
@@ -159,10 +159,10 @@ def test_bad_scaler_settings_are_explained():
 
 
 def test_a_training_step_is_measured_in_fp32_and_bf16_and_bf16_takes_less_memory():
-    from bertcourse.distributed import make_dataset, tiny_config
+    from bertcourse.distributed import demo_config, make_dataset
 
     torch.manual_seed(0)
-    model = bc.BertForPreTraining(tiny_config())
+    model = bc.BertForPreTraining(demo_config())
     batch = make_dataset(rows=8)
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
     cost = {name: training_step_cost(model, batch, name, repeats=1) for name in ("fp32", "bf16")}
@@ -222,7 +222,7 @@ def test_format_fates_count_each_fate_from_the_cast_itself():
 @pytest.fixture(scope="module")
 def tiny():
     torch.manual_seed(0)
-    return bc.BertForPreTraining(tiny_config()), make_dataset(rows=32)
+    return bc.BertForPreTraining(demo_config()), make_dataset(rows=32)
 
 
 def test_flat_gradients_are_the_models_gradients_and_leave_its_grads_alone(tiny):
@@ -254,7 +254,7 @@ def test_fp16_training_without_a_scaler_loses_gradients_and_drifts_from_fp32():
 
     def run(dtype, scaler):
         torch.manual_seed(0)
-        model = bc.BertForPreTraining(tiny_config())
+        model = bc.BertForPreTraining(demo_config())
         return model, train_in_precision(model, batches, make_optimizer(model, 1e-3), dtype, scaler)
 
     reference, fp32 = run(None, None)

@@ -17,7 +17,7 @@ Notebook 12 runs it on a 2-core CPU with the gloo backend; the same code runs on
   process group, and turns a worker's exception into a ``WorkerError`` naming the rank.
 """
 
-from .data import accumulation_step, make_dataset, rank_batch, tiny_config
+from .data import accumulation_step, demo_config, make_dataset, rank_batch
 from .launch import JobTimeout, WorkerError, run_job, torchrun_command
 from .reduction import global_mean_loss
 
@@ -29,6 +29,6 @@ __all__ = [
     "make_dataset",
     "rank_batch",
     "run_job",
-    "tiny_config",
+    "demo_config",
     "torchrun_command",
 ]

@@ -39,7 +39,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from ..heads import BertForPreTraining
 from ..training import linear_warmup_decay, make_optimizer
-from .data import make_dataset, tiny_config
+from .data import demo_config, make_dataset
 from .train import FAILURE_MARK
 
 MIXED_PRECISION = {"fp32": "no", "bf16": "bf16", "fp16": "fp16"}
@@ -70,7 +70,7 @@ def train_accelerate(
     rows = [{name: value[i] for name, value in dataset.items()} for i in order]
     loader = DataLoader(rows, batch_size=global_batch // world_size)
     torch.manual_seed(seed)
-    model = BertForPreTraining(tiny_config())
+    model = BertForPreTraining(demo_config())
     optimizer = make_optimizer(model, lr)
     scheduler = linear_warmup_decay(optimizer, steps // 4, steps)  # stepped by hand, once per step
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)

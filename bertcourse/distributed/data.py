@@ -28,8 +28,9 @@ from ..heads import IGNORE_INDEX
 from ..training import seeded_generator
 
 
-def tiny_config(vocab_size: int = 64, max_length: int = 16) -> BertConfig:
-    """2 layers, 64 wide, 2 heads, FFN 128, no dropout: a multi-process run takes seconds."""
+def demo_config(vocab_size: int = 64, max_length: int = 16) -> BertConfig:
+    """The toy BERT of notebook 12's runs: 2 layers, 64 wide, 2 heads, FFN 128, no dropout, so that a multi-process
+    run takes seconds (not pretraining's tiny BERT, ``pretraining.tiny_config``, 128 wide)."""
     return BertConfig(
         vocab_size=vocab_size,
         hidden_size=64,

@@ -43,7 +43,7 @@ from ..training import (
     save_checkpoint,
     train_step,
 )
-from .data import accumulation_step, make_dataset, rank_batch, tiny_config
+from .data import accumulation_step, demo_config, make_dataset, rank_batch
 
 FAILURE_MARK = "WORKER FAILED rank="
 
@@ -75,7 +75,7 @@ def train_data_parallel(
     dataset = make_dataset(seed=seed)
     rank_batch(dataset, 0, global_batch, rank, world_size)  # checks the sizes before anything starts
     torch.manual_seed(seed)
-    model = BertForPreTraining(tiny_config()).to(device)
+    model = BertForPreTraining(demo_config()).to(device)
     wrapped = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
     optimizer = make_optimizer(model, lr)
     scheduler = linear_warmup_decay(optimizer, steps // 4, steps)
