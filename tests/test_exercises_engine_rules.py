@@ -288,6 +288,7 @@ def test_close_but_outside_the_tolerance_says_so_with_the_numbers():
         (0.125, 0.875, " It is 1 minus the right value."),
         (math.exp(2.5), 2.5, " It is exp of the right value."),
         (0.3, math.inf, ""),
+        (1.0, 0.0, ""),  # a count of 1 where 0 is right: exp(0) = 1 means nothing
     ],
 )
 def test_one_number_is_related_to_the_right_one_only_when_the_numbers_say_so(mine, right, said):
@@ -466,3 +467,20 @@ def test_a_package_model_built_to_count_its_parameters_is_told_so(fn):
         return tables + config.num_hidden_layers * sum(p.numel() for p in layer.parameters()) + d * d + d
 
     assert check("count_parameters", count_with_torchs_layer).status == "correct"
+
+
+def test_a_factor_per_slice_is_named_only_where_a_slice_holds_several_different_numbers():
+    exercise = EXERCISES["layer_norm"]
+    case = diagnosis.Case("one number per query", (torch.zeros(4, 1),))
+    right = torch.tensor([[1.0], [2.0], [3.0], [4.0]])  # (q_len, 1): any wrong column is a factor per row
+    text = diagnosis.value_problem(exercise, case, "`sum`", right * torch.tensor([[1.5], [0.5], [2.0], [1.2]]), right)
+    assert "factor of its own" not in text
+    repeated = torch.tensor([[1.0, 2.0, 3.0]]).expand(2, 3)  # every replica's row the same mean
+    mine = torch.tensor([[2.0], [5.0]]).expand(2, 3)  # each row its own number
+    text = diagnosis.value_problem(exercise, case, "Your output", mine, repeated)
+    assert "factor of its own" not in text and "cosine" not in text
+    scaled_rows = torch.randn(3, 4, generator=torch.Generator().manual_seed(0)) * torch.tensor([[1.0], [2.0], [3.0]])
+    text = diagnosis.value_problem(
+        exercise, case, "Your output", scaled_rows, scaled_rows / torch.tensor([[1.0], [2.0], [3.0]])
+    )
+    assert "factor of its own" in text  # where the rows hold several numbers, it still says so

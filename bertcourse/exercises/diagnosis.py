@@ -135,6 +135,11 @@ _ERROR_HINTS = (
         "with `if mask is not None:`, and combine boolean tensors with `&`, `|` and `~`.",
     ),
     (
+        "tensors used as indices must be long",
+        "an index tensor holds floats: `torch.tensor([])` of an empty list is float32, so give it "
+        "`dtype=torch.long` (or index with the list itself).",
+    ),
+    (
         "view size is not compatible",
         "`.view` needs a contiguous tensor; after a transpose use `.reshape(...)` instead.",
     ),
@@ -446,7 +451,10 @@ def _shape_problem(subject: str, got: tuple, want: tuple, axes=()) -> str:
     if len(got) == len(want) >= 2 and got[:-2] == want[:-2] and got[-2:] == want[-2:][::-1]:
         return text + " The last two axes are swapped: a transpose too many, or too few?"
     if len(got) < len(want) and want[len(want) - len(got) :] == got:
-        return text + f" The leading axes {want[: len(want) - len(got)]} are missing: a `[0]` or a `squeeze()`?"
+        return text + (
+            f" The leading axes {want[: len(want) - len(got)]} are missing: a `[0]` or a `squeeze()`? Or a sum, "
+            "mean or max over them (a `dim` left out, or `keepdim=True` forgotten)?"
+        )
     if len(got) < len(want) and want[: len(got)] == got:
         return text + " The last axes are missing: did a sum or a mean run over an axis it should keep?"
     if len(got) == len(want) + 1:
@@ -624,6 +632,8 @@ def one_number_relation(mine: float, right: float) -> str:
         (lambda x: math.log(x) if x > 0 else math.nan, "the log of"),
     ):
         related = relation(right)
+        if name == "exp of" and right == 0:
+            continue  # exp(0) = 1: a count of 1 where 0 is right is no exp
         if math.isfinite(related) and related not in (right, 0.0) and near(mine, related):
             return f" It is {name} the right value."
     return ""
@@ -666,9 +676,11 @@ def _scaled_per_slice(v: torch.Tensor, e: torch.Tensor, axes) -> str | None:
     """Each slice along one axis is the right one times a factor of its own, or each entry is the right one times
     a factor of its row and one of its column."""
     for axis in range(v.dim()):
-        if v.shape[axis] < 2:
-            continue
+        if v.shape[axis] < 2 or v.numel() < 2 * v.shape[axis]:
+            continue  # one slice, or slices of one entry each: any wrong number is "a factor of its own"
         others = tuple(a for a in range(v.dim()) if a != axis)
+        if _near(e, e.mean(dim=others, keepdim=True).expand_as(e)):
+            continue  # each slice of the right answer is one number repeated: any repeated number is a factor of it
         energy = (e * e).sum(dim=others, keepdim=True)
         factor = (v * e).sum(dim=others, keepdim=True) / energy.clamp_min(1e-30)  # one factor per slice
         changed = (factor - 1).abs() > 1e-3
@@ -678,7 +690,8 @@ def _scaled_per_slice(v: torch.Tensor, e: torch.Tensor, axes) -> str | None:
                 "division by a sum, a norm or a maximum that should not be there, or a slope or scale per slice gone "
                 "wrong?"
             )
-    if v.dim() >= 2 and v.shape[-1] > 1 and v.shape[-2] > 1 and not bool((e == 0).any()):
+    repeated = v.dim() >= 2 and any(_near(e, e.mean(dim=axis, keepdim=True).expand_as(e)) for axis in (-1, -2))
+    if v.dim() >= 2 and v.shape[-1] > 1 and v.shape[-2] > 1 and not bool((e == 0).any()) and not repeated:
         ratio = v / e
         rows, columns = ratio[..., :, :1], ratio[..., :1, :]
         both_vary = not _near(rows, rows[..., :1, :].expand_as(rows)) and not _near(
@@ -1198,3 +1211,34 @@ def is_int(value) -> bool:
 
 def is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def equals_one_of(value, expected, candidates) -> str | None:
+    """'It equals {text}.' for the first of ``candidates`` ((text, make) pairs, ``make()`` giving a tensor or a
+    number) that the learner's ``value`` equals while the right answer does not; None when none does."""
+    mine = _as_float_tensor(value)
+    right = _as_float_tensor(expected)
+    if mine is None or right is None:
+        return None
+    for text, make in candidates:
+        try:
+            other = _as_float_tensor(make())
+        except Exception:
+            continue
+        if other is None or other.shape != mine.shape:
+            continue
+        if other.shape == right.shape and _near(other, right):
+            continue
+        if _near(mine, other):
+            return f"It equals {text}."
+    return None
+
+
+def _as_float_tensor(value) -> torch.Tensor | None:
+    if isinstance(value, torch.Tensor):
+        if value.is_complex() or value.layout != torch.strided or value.device.type != "cpu":
+            return None
+        return value.detach().double()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return torch.tensor(float(value), dtype=torch.float64)
+    return None

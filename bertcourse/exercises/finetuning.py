@@ -566,6 +566,41 @@ def _align_by_position(word_ids, word_labels):
     return torch.tensor(labels)
 
 
+_ORDINALS = ("first", "second", "third", "fourth", "fifth")
+
+
+def _explain_align(case, value, expected):
+    """What the first wrong piece is (no word, a word's first piece or a later one) and what it should get."""
+    word_ids, word_labels = case.args[:2]
+    if not isinstance(value, torch.Tensor):
+        return None
+    if value.shape != expected.shape:
+        words = sum(word is not None for word in word_ids)
+        if value.dim() == 1 and len(value) == words:
+            return (
+                f"Yours has one entry per piece that is a word ({words}); the output has one per piece, [CLS], "
+                f"[SEP] and padding included ({len(word_ids)}), with -100 on those."
+            )
+        return None
+    wrong = (value != expected).nonzero()
+    if not len(wrong):
+        return None
+    piece = int(wrong[0, 0])
+    word = word_ids[piece]
+    yours, right = int(value[piece]), int(expected[piece])
+    if word is None:
+        what = "is no word ([CLS], [SEP] or padding: word id None)"
+    else:
+        nth = sum(w == word for w in word_ids[:piece])
+        order = _ORDINALS[nth] if nth < len(_ORDINALS) else f"{nth + 1}th"
+        what = f"is the {order} piece of word {word}"
+        if nth == 0:
+            what += f", whose label is {word_labels[word]}"
+    later = word is not None and sum(w == word for w in word_ids[:piece]) > 0
+    why = " (only a word's first piece carries its label)" if later and right == IGNORE_INDEX else ""
+    return f"Piece {piece} {what}: it gets {right}{why}; yours is {yours}."
+
+
 ALIGN_WORD_LABELS = Exercise(
     name="align_word_labels",
     reference=align_word_labels,
@@ -577,6 +612,7 @@ ALIGN_WORD_LABELS = Exercise(
     "and differs from the previous one.",
     make_cases=_align_cases,
     axes={"": ("pieces",)},
+    explain=_explain_align,
     notebook="10",
     mistakes=(
         Mistake(
@@ -634,7 +670,7 @@ def _span_cases(g):
         ),
         Case(
             "a batch of 3 x 16 (question 4), at most 3 tokens: the question and a long span tempt",
-            _span_case(
+            batch_of_three := _span_case(
                 g,
                 16,
                 4,
@@ -664,6 +700,11 @@ def _span_cases(g):
             "a batch of 2 x 9, the second input has no passage token: its answer is [0, 0]",
             _span_case(g, 9, 2, 4, [(0, "start", 5, 4.0), (0, "end", 6, 4.0), (1, "start", 3, 5.0)], 2, (1,)),
             ("batched", "fully masked row"),
+        ),
+        Case(
+            "input 1 of the batch of 3 x 16 alone, without a batch axis",
+            tuple(arg[1] if isinstance(arg, torch.Tensor) else arg for arg in batch_of_three),
+            ("unbatched",),
         ),
         Case(
             "a batch of 2 x 12 (question 3), at most 4 tokens: every logit below -3, so every span, the best valid "
@@ -757,6 +798,40 @@ def _span_end_exclusive(start_logits, end_logits, context_mask, max_answer_lengt
     return spans + torch.tensor([0, 1])
 
 
+def _explain_span(case, value, expected):
+    """What the learner's span of the first wrong input is: invalid (and why), or valid with a lower score."""
+    start_logits, end_logits, context_mask, max_len = case.args
+    if not isinstance(value, torch.Tensor) or value.shape != expected.shape or value.is_floating_point():
+        return None
+    mine, right = value.reshape(-1, 2), expected.reshape(-1, 2)
+    starts, ends = start_logits.reshape(-1, start_logits.shape[-1]), end_logits.reshape(-1, end_logits.shape[-1])
+    masks = context_mask.reshape(-1, context_mask.shape[-1])
+    row = int((mine != right).any(dim=-1).nonzero()[0, 0])
+    (i, j), (ri, rj) = mine[row].tolist(), right[row].tolist()
+    where = f" (input {row})" if value.dim() > 1 else ""
+    seq = masks.shape[-1]
+    if not bool(masks[row].any()):
+        return f"This input{where} has no passage token: its answer is [0, 0]."
+    if not (0 <= i < seq and 0 <= j < seq):
+        return f"Your span{where} [{i}, {j}] is not a pair of positions 0 to {seq - 1}."
+    problems = []
+    if i > j:
+        problems.append("starts after it ends")
+    elif j - i + 1 > max_len:
+        problems.append(f"has {j - i + 1} tokens, more than max_answer_length = {max_len}")
+    if not (bool(masks[row, i]) and bool(masks[row, j])):
+        problems.append("has an end outside the passage")
+    if problems:
+        return f"Your span{where} [{i}, {j}] {' and '.join(problems)}."
+    score, best = float(starts[row, i] + ends[row, j]), float(starts[row, ri] + ends[row, rj])
+    length = rj - ri + 1
+    allowed = f" (it has {length} tokens, and up to max_answer_length = {max_len} are allowed)" if length > 1 else ""
+    return (
+        f"Your span{where} [{i}, {j}] is valid and scores start_logit + end_logit = {score:.4g}; [{ri}, {rj}] "
+        f"scores {best:.4g}{allowed}."
+    )
+
+
 BEST_SPAN = Exercise(
     name="best_span",
     reference=best_span,
@@ -769,6 +844,7 @@ BEST_SPAN = Exercise(
     "invalid ones to -inf and take the argmax of `scores.flatten(-2)`.",
     make_cases=_span_cases,
     axes={"": ("[start, end]",)},
+    explain=_explain_span,
     notebook="10",
     mistakes=(
         Mistake(

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from ..inside import attention_rollout, role_score, role_targets, value_weighted_norms, word_piece_targets
 from ..pooling import mean_pooling
+from .diagnosis import equals_one_of
 from .random_inputs import _randn
 from .records import Case, Exercise, Mistake
 
@@ -87,6 +88,39 @@ def _role_targets_inverted(attention, targets):
     return (attention * ~targets).sum(dim=(-2, -1)) / targets.any(dim=-1).sum()
 
 
+def _role_explain(case, value, expected):
+    """Which other reading of the role the learner's score is (the largest target weight, a median, hits)."""
+    attention, targets = case.args
+    has = targets.any(dim=-1)  # (seq,) the queries with a target
+    on_targets = attention * targets  # (..., seq, seq)
+    picks = torch.nn.functional.one_hot(attention.argmax(dim=-1), attention.shape[-1]).bool() & targets
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "the mean over the queries of each query's *largest* target weight: add the weights over its "
+                "targets instead",
+                lambda: on_targets.amax(dim=-1)[..., has].mean(dim=-1),
+            ),
+            (
+                "the *median* over the queries of the weight on their targets: take the mean",
+                lambda: on_targets.sum(dim=-1)[..., has].median(dim=-1).values,
+            ),
+            (
+                "the share of queries whose largest weight falls on a target: the score is the weight itself, "
+                "not a hit count",
+                lambda: picks.any(dim=-1)[..., has].float().mean(dim=-1),
+            ),
+            (
+                "the weight on every target divided by the number of targets: divide by the number of queries "
+                "that have one",
+                lambda: on_targets.sum(dim=(-2, -1)) / targets.sum(),
+            ),
+        ),
+    )
+
+
 ROLE_SCORE = Exercise(
     name="role_score",
     reference=role_score,
@@ -97,6 +131,7 @@ ROLE_SCORE = Exercise(
     start="multiply `attention` by `targets` (True counts as 1) and add up each query's row with `.sum(dim=-1)`.",
     make_cases=_role_cases,
     extra_solution=("_role_mass",),
+    explain=_role_explain,
     notebook="08",
     mistakes=(
         Mistake(
@@ -396,6 +431,38 @@ def _pooling_default_not_handled(last_hidden_state, attention_mask=None):
     return (last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1)
 
 
+def _pooling_explain(case, value, expected):
+    """Which other pooling the learner's output is: a sum, a maximum, the mean without [CLS], a batch-wide count."""
+    hidden = case.args[0]
+    mask = case.args[1] if len(case.args) > 1 and case.args[1] is not None else torch.ones(hidden.shape[:2])
+    real = mask.to(hidden.dtype)[:, :, None]  # (batch, seq, 1)
+    no_cls = real.clone()
+    no_cls[:, 0] = 0
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "the sum of the real token vectors: divide by each sentence's number of real tokens",
+                lambda: (hidden * real).sum(dim=1),
+            ),
+            (
+                "the maximum over the real tokens (max pooling): the exercise asks for their mean",
+                lambda: hidden.masked_fill(real == 0, float("-inf")).amax(dim=1),
+            ),
+            (
+                "the mean without the first token ([CLS]): [CLS] and [SEP] are included",
+                lambda: (hidden * no_cls).sum(dim=1) / no_cls.sum(dim=1),
+            ),
+            (
+                "the sum of each sentence's real vectors divided by the real tokens of the *whole batch*: divide "
+                "by each sentence's own count, `mask.sum(dim=1)`",
+                lambda: (hidden * real).sum(dim=1) / real.sum(),
+            ),
+        ),
+    )
+
+
 MEAN_POOLING = Exercise(
     name="mean_pooling",
     reference=mean_pooling,
@@ -407,6 +474,7 @@ MEAN_POOLING = Exercise(
     "`mask[:, :, None]`, shape (batch, seq, 1).",
     make_cases=_pooling_cases,
     axes={"": ("sentence rows", "feature columns")},
+    explain=_pooling_explain,
     notebook="08",
     mistakes=(
         Mistake(

@@ -76,6 +76,22 @@ def _spans_inclusive_end(n_tokens, window, stride):
     return torch.stack([spans[:, 0], spans[:, 1] - 1], dim=1)
 
 
+def _explain_windows(case, value, expected):
+    """The first wrong window: where it should start and end, and where the learner's does."""
+    n_tokens, window, stride = case.args[:3]
+    if not isinstance(value, torch.Tensor) or value.shape != expected.shape or value.dim() != 2:
+        return None
+    wrong = (value != expected).any(dim=-1).nonzero()
+    if not len(wrong):
+        return None
+    row = int(wrong[0, 0])
+    (start, end), (mine_start, mine_end) = expected[row].tolist(), value[row].tolist()
+    return (
+        f"Window {row} starts at {row} × stride = {start} and ends at min(start + window, n_tokens) = {end}; "
+        f"yours is [{mine_start}, {mine_end})."
+    )
+
+
 WINDOW_SPANS = Exercise(
     name="window_spans",
     reference=window_spans,
@@ -86,6 +102,7 @@ WINDOW_SPANS = Exercise(
     "while `starts[-1] + window < n_tokens`.",
     make_cases=_spans_cases,
     axes={"": ("window rows", "start/end columns")},
+    explain=_explain_windows,
     notebook="11",
     mistakes=(
         Mistake(
@@ -189,6 +206,64 @@ def _merge_nan_without_safe_max(max_a, sum_a, out_a, max_b, sum_b, out_b):
     return new_max, sum_a * scale_a + sum_b * scale_b, out_a * scale_a + out_b * scale_b
 
 
+def _explain_merge(case, values, expected):
+    """Which known quantity each wrong item of the learner's (max, sum, out) is, when it is one."""
+    max_a, sum_a, out_a, max_b, sum_b, out_b = case.args
+    if not all(isinstance(v, torch.Tensor) and v.is_floating_point() for v in values):
+        return None
+    new_max = torch.maximum(max_a, max_b)
+    safe = _safe_max(new_max)
+    scale_a, scale_b = torch.exp(max_a - safe), torch.exp(max_b - safe)
+    candidates = {
+        0: (
+            (
+                "the smaller of the two maxima: the merged max is the larger, `torch.maximum`",
+                torch.minimum(max_a, max_b),
+            ),
+            (
+                "log(exp(max_a) + exp(max_b)): the state keeps the larger max, and the sum holds the rest",
+                torch.logaddexp(max_a, max_b),
+            ),
+            ("max_a + max_b: the merged max is the larger of the two, `torch.maximum`", max_a + max_b),
+        ),
+        1: (
+            (
+                "the larger of the two rescaled sums: the merged sum adds them",
+                torch.maximum(sum_a * scale_a, sum_b * scale_b),
+            ),
+            (
+                "the sums rescaled by powers of 2: the states are relative to exp(max), so rescale with `torch.exp`",
+                sum_a * torch.exp2(max_a - safe) + sum_b * torch.exp2(max_b - safe),
+            ),
+            ("the mean of the rescaled sums: add them, do not average", (sum_a * scale_a + sum_b * scale_b) / 2),
+        ),
+        2: (
+            (
+                "the rescaled outputs divided by the merged sum: the state keeps `out` unnormalised (the division "
+                "comes once, after the last block)",
+                (out_a * scale_a + out_b * scale_b) / (sum_a * scale_a + sum_b * scale_b),
+            ),
+            ("the mean of out_a and out_b: rescale each by exp(own max - new max) and add them", (out_a + out_b) / 2),
+            (
+                "the output rescaled by powers of 2: rescale with `torch.exp`, as the sum",
+                out_a * torch.exp2(max_a - safe) + out_b * torch.exp2(max_b - safe),
+            ),
+        ),
+    }
+    said = []
+    for index, name in enumerate(("max", "sum", "out")):
+        mine, right = values[index], expected[index]
+        if mine.shape != right.shape or torch.allclose(mine, right, atol=1e-5, equal_nan=True):
+            continue
+        for text, candidate in candidates[index]:
+            if not torch.allclose(candidate, right, atol=1e-5, equal_nan=True) and torch.allclose(
+                mine, candidate, atol=1e-5, rtol=1e-4, equal_nan=True
+            ):
+                said.append(f"Your `{name}` is {text}.")
+                break
+    return " ".join(said) or None
+
+
 MERGE_SOFTMAX_BLOCKS = Exercise(
     name="merge_softmax_blocks",
     reference=merge_softmax_blocks,
@@ -200,6 +275,7 @@ MERGE_SOFTMAX_BLOCKS = Exercise(
     "and `torch.exp(max_b - new_max)`.",
     make_cases=_merge_cases,
     outputs=("max", "sum", "out"),
+    explain_outputs=_explain_merge,
     extra_solution=("_safe_max",),
     axes={"max": ("query rows", ""), "sum": ("query rows", ""), "out": ("query rows", "feature columns")},
     notebook="11",

@@ -24,6 +24,7 @@ import torch
 
 from ..distributed.reduction import global_mean_loss
 from ..precision import average_gradients, safe_loss_scale, scaler_update
+from .diagnosis import equals_one_of
 from .random_inputs import _randn
 from .records import Case, Exercise, Mistake
 
@@ -320,6 +321,34 @@ def _average_not_shared(replica_gradients):
     return replica_gradients.clone()
 
 
+def _average_explain(case, value, expected):
+    """Which other reduction of the replicas the learner's rows are."""
+    (gradients,) = case.args
+    world = gradients.shape[0]
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "replica 0's gradient on every row: average over the replicas, axis 0",
+                lambda: gradients[:1].expand_as(gradients),
+            ),
+            (
+                "the median of the replicas: DDP averages them, `.mean(dim=0, keepdim=True)`",
+                lambda: gradients.median(dim=0, keepdim=True).values.expand_as(gradients),
+            ),
+            (
+                "each replica's own numbers averaged (over its last axis): average over the replicas, axis 0",
+                lambda: gradients.mean(dim=-1, keepdim=True).expand_as(gradients),
+            ),
+            (
+                f"the sum divided by world_size - 1 = {world - 1}: divide by world_size = {world}",
+                lambda: (gradients.sum(dim=0, keepdim=True) / (world - 1)).expand_as(gradients),
+            ),
+        ),
+    )
+
+
 AVERAGE_GRADIENTS = Exercise(
     name="average_gradients",
     reference=average_gradients,
@@ -328,6 +357,7 @@ AVERAGE_GRADIENTS = Exercise(
     "every row the mean of the rows.",
     start="`replica_gradients.sum(dim=0, keepdim=True)` is what `dist.all_reduce` (a sum) leaves on each replica.",
     make_cases=_average_cases,
+    explain=_average_explain,
     notebook="12",
     mistakes=(
         Mistake(

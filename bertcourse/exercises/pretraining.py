@@ -27,6 +27,7 @@ import torch
 from ..pretraining import IGNORE_INDEX, masked_only_accuracy, mlm_accuracy, mlm_corrupt, truncate_pair, whole_word_mask
 from ..pretraining.metrics import selected_kinds
 from ..training import lr_multiplier
+from .diagnosis import equals_one_of
 from .random_inputs import _randn
 from .records import Case, Exercise, Mistake
 
@@ -92,6 +93,40 @@ def _corrupt_random_where_not_selected(input_ids, selected, draws, random_ids, m
     return corrupted, torch.where(selected, input_ids, IGNORE_INDEX)
 
 
+def _corrupt_explain(case, values, expected):
+    """The first wrong position of either output: whether it is selected, its draw, what it gets, what yours is."""
+    input_ids, selected, draws, random_ids, mask_token_id = case.args
+    if not all(isinstance(v, torch.Tensor) and v.shape == input_ids.shape for v in values):
+        return None
+    for name, mine, right in zip(("input_ids", "labels"), values, expected, strict=True):
+        wrong = (mine != right).nonzero()
+        if not len(wrong):
+            continue
+        where = tuple(int(i) for i in wrong[0])
+        index = list(where) if len(where) > 1 else where[0]
+        draw, yours, want = float(draws[where]), int(mine[where]), int(right[where])
+        if not bool(selected[where]):
+            state = "is not selected"
+        else:
+            kind = (
+                "below 0.8: [MASK]"
+                if draw < 0.8
+                else ("from 0.8 to 0.9: its random id" if draw < 0.9 else "0.9 or above: it stays itself")
+            )
+            state = f"is selected, with draw {draw:.7g} ({kind})"
+        seen = {
+            int(mask_token_id): f"the [MASK] id {int(mask_token_id)}",
+            int(random_ids[where]): f"its random id {int(random_ids[where])}",
+            int(input_ids[where]): f"its own token {int(input_ids[where])}",
+            IGNORE_INDEX: "-100",
+        }
+        return (
+            f"Position {index} {state}: its `{name}` entry is {seen.get(want, want)}; yours is "
+            f"{seen.get(yours, yours)}."
+        )
+    return None
+
+
 MLM_CORRUPT = Exercise(
     name="mlm_corrupt",
     reference=mlm_corrupt,
@@ -104,6 +139,7 @@ MLM_CORRUPT = Exercise(
     "random tokens, each combining `selected` with a condition on `draws`.",
     make_cases=_corrupt_cases,
     outputs=("input_ids", "labels"),
+    explain_outputs=_corrupt_explain,
     notebook="09",
     mistakes=(
         Mistake(
@@ -346,6 +382,34 @@ def _accuracy_a_count(prediction_logits, labels):
     return (prediction_logits.argmax(dim=-1) == labels)[selected].float().sum()
 
 
+def _accuracy_explain(case, value, expected):
+    """Which other number the learner's accuracy is: the label's probability, a mean of sentences, a top-2 hit."""
+    logits, labels = case.args
+    selected = labels != IGNORE_INDEX
+    right = logits.argmax(dim=-1) == labels  # (batch, seq)
+    label_ids = labels.clamp(min=0)[..., None]
+    rows = [right[b][selected[b]].float().mean() for b in range(len(labels)) if bool(selected[b].any())]
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "the mean probability of the label: the accuracy counts the positions whose *highest* logit is it",
+                lambda: logits.softmax(dim=-1).gather(-1, label_ids)[..., 0][selected].mean(),
+            ),
+            (
+                "the mean of each sentence's own accuracy: average over the selected positions of the whole batch "
+                "at once",
+                lambda: torch.stack(rows).mean(),
+            ),
+            (
+                "the share of selected positions whose label is among the two highest logits: take the argmax alone",
+                lambda: (logits.topk(2, dim=-1).indices == labels[..., None]).any(dim=-1)[selected].float().mean(),
+            ),
+        ),
+    )
+
+
 MLM_ACCURACY = Exercise(
     name="mlm_accuracy",
     reference=mlm_accuracy,
@@ -355,6 +419,7 @@ MLM_ACCURACY = Exercise(
     start="`selected = labels != -100`; `correct = prediction_logits.argmax(dim=-1) == labels`; then average "
     "`correct` over the selected positions only.",
     make_cases=_accuracy_cases,
+    explain=_accuracy_explain,
     notebook="09",
     mistakes=(
         Mistake(
