@@ -1,12 +1,26 @@
 """The capstone's package: the reference pieces assembled match Hugging Face within 1e-5; a known-wrong piece
-is named at its step with its check's diagnosis; start() never overwrites; bad input gets clear errors."""
+is named at its step with its check's diagnosis (a piece that raises inside another is named itself); start() never
+overwrites; first_difference is the step the report names; the classifier of the pieces gets the reference's
+gradients; bad input gets clear errors."""
 
 import pytest
 import torch
 import transformers
 
 import bertcourse as bc
-from bertcourse.capstone import compare, load_pieces, skeleton, start
+from bertcourse.bench.timing import alternating_medians
+from bertcourse.capstone import (
+    MeanPooledClassifier,
+    assemble,
+    classifier_pair,
+    compare,
+    first_difference,
+    hugging_face_steps,
+    load_pieces,
+    relative_error_by_layer,
+    skeleton,
+    start,
+)
 from bertcourse.encoder import pre_ln_layer
 from bertcourse.pretrained import default_weights_dir
 
@@ -96,3 +110,119 @@ def test_bad_input_gets_clear_errors(tmp_path):
         load_pieces({"layer_norm": 3})
     with pytest.raises(FileNotFoundError, match="start\\(\\)"):
         load_pieces(tmp_path / "my_bert.py")
+
+
+# --- a piece that raises inside another ---------------------------------------------------------
+
+
+def _sdpa_that_raises(q, k, v, mask=None):
+    raise IndexError("my own bug")
+
+
+def test_a_piece_that_raises_inside_post_ln_layer_is_named_itself(setting):
+    report = compare(load_pieces({"scaled_dot_product_attention": _sdpa_that_raises}), *setting)
+    assert (report.step, report.piece) == ("layer 0: attention", "scaled_dot_product_attention"), report.text
+    assert "IndexError: my own bug" in report.text
+
+
+# --- first_difference and relative_error_by_layer -----------------------------------------------
+
+
+def test_first_difference_is_the_step_the_report_names(setting):
+    hf, batch = setting
+    pieces = load_pieces({"feed_forward": _ffn_relu})
+    model = assemble(pieces)
+    model.recorder.steps = {}
+    with torch.no_grad():
+        model(**batch)
+    ours, model.recorder.steps = model.recorder.steps, None
+    theirs = hugging_face_steps(hf, batch)
+    assert first_difference(ours, theirs) == compare(pieces, hf, batch).step == "layer 0: feed-forward"
+    assert first_difference(theirs, theirs) is None
+
+
+def test_first_difference_catches_nan_missing_steps_and_shapes():
+    theirs = {"a": torch.ones(2, 3), "b": (torch.zeros(2), torch.ones(2))}
+    assert first_difference({"a": torch.ones(2, 3), "b": (torch.zeros(2), torch.ones(2))}, theirs) is None
+    assert first_difference({"a": torch.full((2, 3), float("nan")), "b": theirs["b"]}, theirs) == "a"
+    assert first_difference({"a": torch.ones(2, 3)}, theirs) == "b"
+    assert first_difference({"a": torch.ones(1, 3), "b": theirs["b"]}, theirs) == "a"
+    assert first_difference({"a": "not a tensor", "b": theirs["b"]}, theirs) == "a"
+    assert first_difference({"a": torch.ones(2, 3) * 1.5, "b": theirs["b"]}, theirs, atol=0.0, rtol=0.5) is None
+
+
+def test_first_difference_and_relative_error_reject_bad_input():
+    with pytest.raises(TypeError, match="`ours` must be a dict"):
+        first_difference([torch.ones(1)], {})
+    with pytest.raises(TypeError, match=r"`theirs\['a'\]` must be a tensor"):
+        first_difference({}, {"a": 3})
+    with pytest.raises(ValueError, match="`atol` must be a number >= 0, got -1"):
+        first_difference({}, {}, atol=-1)
+    with pytest.raises(ValueError, match="`ours` has 2 layers and `theirs` 1"):
+        relative_error_by_layer((torch.ones(2), torch.ones(2)), (torch.ones(2),))
+    with pytest.raises(ValueError, match=r"layer 0: `ours` has shape \(2,\), `theirs` \(3,\)"):
+        relative_error_by_layer((torch.ones(2),), (torch.ones(3),))
+    with pytest.raises(TypeError, match="`theirs` must be a non-empty tuple of tensors"):
+        relative_error_by_layer((torch.ones(2),), ())
+
+
+def test_relative_error_by_layer_is_the_norm_ratio_per_layer():
+    theirs = (torch.tensor([3.0, 4.0]), torch.tensor([[1.0, 0.0], [0.0, 0.0]]))
+    ours = (torch.tensor([3.0, 4.5]), torch.tensor([[1.0, 0.0], [0.0, 2.0]]))
+    torch.testing.assert_close(relative_error_by_layer(ours, theirs), torch.tensor([0.1, 2.0]))
+
+
+# --- the classifier trained through the pieces ----------------------------------------------------
+
+
+def test_classifier_pair_starts_equal_and_its_gradients_are_the_references(setting):
+    _, batch = setting
+    yours, reference = classifier_pair(load_pieces(), trainable_layers=(5,))
+    labels = torch.tensor([1, 0])
+    trainable = sorted(name for name, p in yours.named_parameters() if p.requires_grad)
+    assert trainable == sorted(name for name, p in reference.named_parameters() if p.requires_grad)
+    assert all(name.startswith(("bert.encoder.layers.5.", "classifier.")) for name in trainable) and trainable
+    assert not bool(yours.classifier.weight.any())  # the head starts at zero
+    yours.train(), reference.train()
+    for model in (yours, reference):
+        model(**batch, labels=labels).loss.backward()
+    with torch.no_grad():
+        theirs = dict(reference.named_parameters())
+        for name, parameter in yours.named_parameters():
+            if parameter.requires_grad:
+                torch.testing.assert_close(parameter.grad, theirs[name].grad, atol=1e-6, rtol=1e-4)
+    assert float(yours.bert.encoder.layers[5].feed_forward.output.weight.grad.abs().max()) == 0.0  # head at zero
+    yours.classifier.weight.data.normal_()
+    reference.classifier.weight.data.copy_(yours.classifier.weight.data)
+    for model in (yours, reference):
+        model.zero_grad()
+        model(**batch, labels=labels).loss.backward()
+    torch.testing.assert_close(
+        yours.bert.encoder.layers[5].attention.query.weight.grad,
+        reference.bert.encoder.layers[5].attention.query.weight.grad,
+        atol=1e-6,
+        rtol=1e-4,
+    )
+    assert float(yours.bert.encoder.layers[5].attention.query.weight.grad.abs().max()) > 0
+
+
+def test_classifier_bad_input_gets_clear_errors():
+    with pytest.raises(TypeError, match="`pieces` must come from `load_pieces"):
+        classifier_pair({"layer_norm": print})
+    with pytest.raises(TypeError, match="`encoder` must be a BertModel"):
+        MeanPooledClassifier(torch.nn.Linear(2, 2))
+    encoder = bc.BertModel(
+        bc.BertConfig(hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=8)
+    )
+    with pytest.raises(ValueError, match=r"`trainable_layers` must hold layer numbers 0..1, got \(2,\)"):
+        MeanPooledClassifier(encoder, trainable_layers=(2,))
+
+
+# --- timing ----------------------------------------------------------------------------------------
+
+
+def test_alternating_medians_runs_each_in_turn_and_takes_medians():
+    calls = []
+    medians = alternating_medians({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, repeats=3, warmup=1)
+    assert calls == ["a", "b"] * 4
+    assert set(medians) == {"a", "b"} and all(value >= 0 for value in medians.values())

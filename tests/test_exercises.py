@@ -66,6 +66,7 @@ NOTEBOOK_EXERCISES = {
     "10": ["classification_logits", "choose_on_dev", "predict_labels"],
     "11": list(registry.NOTEBOOK_ASKS["11"]),
     "12": list(registry.NOTEBOOK_ASKS["12"]),
+    "13": list(registry.NOTEBOOK_ASKS["13"]),
 }
 NEW_EXERCISES = {name for names in NOTEBOOK_EXERCISES.values() for name in names} - COURSE_EXERCISES
 
@@ -144,6 +145,17 @@ REQUIRED_MISTAKES = {
         "_rename_derived_kept",
         "_rename_output_norm_first",
     },
+    "first_difference": {
+        "_first_nan_passes",
+        "_first_absolute_only",
+        "_first_relative_to_yours",
+        "_first_largest",
+        "_first_last",
+        "_first_missing_skipped",
+        "_first_your_order",
+        "_first_shapes_broadcast",
+    },
+    "relative_error_by_layer": {"_relative_absolute", "_relative_by_yours", "_relative_elementwise"},
     "count_parameters": {
         "_count_no_biases",
         "_count_no_layer_norm",

@@ -5,16 +5,20 @@
     pieces.table()                        # the verdicts, and whose function the model uses
     model = assemble(pieces)              # MiniLM's weights, renamed by the learner's hf_to_ours
     compare(pieces, hf_model, batch)      # the first step that differs from Hugging Face's, and why
+    yours, reference = classifier_pair(pieces)   # two review classifiers that differ only in the encoder's code
 
 One module each: ``pieces`` (the twelve pieces by name, and the fallback to the reference), ``skeleton``
-(``start``), ``assembly`` (the model whose every step calls a piece), ``compare`` (Hugging Face's steps, and
-the report).
+(``start``), ``assembly`` (the model whose every step calls a piece), ``differences`` (the first step beyond
+tolerance, the relative error by layer: the two exercises of notebook 13), ``compare`` (Hugging Face's steps,
+and the report), ``uses`` (the classifier trained through the pieces).
 """
 
 from .assembly import AssembledBert, AssembledBertForPreTraining, PieceFailed, WeightsDoNotFit, assemble
 from .compare import ATOL, RTOL, Report, compare, hugging_face_steps
+from .differences import beyond_tolerance, first_difference, relative_error_by_layer
 from .pieces import PIECES, Pieces, load_pieces, notebook_of
 from .skeleton import FILE_NAME, StartResult, skeleton, start
+from .uses import MeanPooledClassifier, classifier_pair
 
 __all__ = [
     "ATOL",
@@ -23,16 +27,21 @@ __all__ = [
     "RTOL",
     "AssembledBert",
     "AssembledBertForPreTraining",
+    "MeanPooledClassifier",
     "PieceFailed",
     "Pieces",
     "Report",
     "StartResult",
     "WeightsDoNotFit",
     "assemble",
+    "beyond_tolerance",
+    "classifier_pair",
     "compare",
+    "first_difference",
     "hugging_face_steps",
     "load_pieces",
     "notebook_of",
+    "relative_error_by_layer",
     "skeleton",
     "start",
 ]

@@ -61,6 +61,8 @@ class Recorder:
         """``pieces[piece](*args)``, recorded as ``step``; an error names the step and the piece."""
         try:
             value = self.pieces[piece](*args)
+        except PieceFailed:
+            raise  # a piece called inside this one (attention inside post_ln_layer) failed: it is named already
         except Exception as error:
             raise PieceFailed(step, piece, error) from error
         return self.keep(step, piece, value)

@@ -16,12 +16,14 @@ report gives the largest difference of the model's output.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import torch
 
 from ..exercises.records import Listing
 from .assembly import PieceFailed, WeightsDoNotFit, assemble
+from .differences import beyond_tolerance, first_difference
 from .pieces import Pieces, notebook_of
 
 ATOL = 1e-4  # a step differs beyond atol + rtol * |Hugging Face's value|: float32 rounding stays far below
@@ -135,22 +137,21 @@ def compare(pieces: Pieces, hf_model, batch: dict, *, folder=None, pretraining: 
     finally:
         ours, pieces_of = recorder.steps, recorder.pieces_of
         recorder.steps = None
-    matched = []
-    for step, expected in theirs.items():
-        if step not in ours:
-            piece = _caller_of(step)
-            return _report(pieces, step, piece, math.inf, tuple(matched), f"your `{piece}` never computed this step.")
-        problem, difference = _difference(ours[step], expected)
-        if problem:
-            return _report(pieces, step, pieces_of[step], difference, tuple(matched), problem)
-        matched.append(step)
+    step = first_difference(ours, theirs, ATOL, RTOL)  # the exercise of notebook 13: the first step beyond tolerance
+    matched = tuple(itertools.takewhile(lambda name: name != step, theirs))  # every step before it matched
+    if step is not None and step not in ours:
+        piece = _caller_of(step)
+        return _report(pieces, step, piece, math.inf, matched, f"your `{piece}` never computed this step.")
+    if step is not None:
+        problem, difference = _difference(ours[step], theirs[step])
+        return _report(pieces, step, pieces_of[step], difference, matched, problem)
     output = next(reversed(theirs))
     _, largest = _difference(ours[output], theirs[output])
     text = (
         f"Every step matches Hugging Face's ({len(matched)} steps, the attention maps included): the largest "
         f"difference of the last step ({output}) is below {_bound(largest)}."
     )
-    return Report(None, None, largest, tuple(matched), text)
+    return Report(None, None, largest, matched, text)
 
 
 def _caller_of(step: str) -> str:
@@ -172,7 +173,7 @@ def _difference(mine, theirs) -> tuple[str | None, float]:
         return f"shape {tuple(mine.shape)} instead of {tuple(theirs.shape)}.", math.inf
     gap = (mine.detach().float() - theirs.float()).abs()
     largest = float(gap.nan_to_num(nan=math.inf).max()) if gap.numel() else 0.0
-    if bool((gap.isnan() | (gap > ATOL + RTOL * theirs.float().abs())).any()):
+    if beyond_tolerance(mine, theirs, ATOL, RTOL):
         return f"max |yours - Hugging Face's| = {largest:.2g}.", largest
     return None, largest
 

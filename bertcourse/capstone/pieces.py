@@ -19,9 +19,8 @@ import types
 from pathlib import Path
 
 from .._validation import describe
-from ..exercises import check
+from ..exercises import registry  # by module, read at call time: the registry imports this package's references
 from ..exercises.records import NOT_ATTEMPTED, CheckResult, Listing
-from ..exercises.registry import EXERCISES
 
 # Every piece of the assembled model, in the order a forward pass first calls it.
 PIECES = (
@@ -59,7 +58,7 @@ NOTEBOOK_FILES = {
 
 def notebook_of(name: str) -> str:
     """The notebook that piece ``name`` comes from, as "notebook 02 (02_scaled_dot_product_attention.ipynb)"."""
-    number = EXERCISES[name].notebook
+    number = registry.EXERCISES[name].notebook
     return f"notebook {number} ({NOTEBOOK_FILES[number]})"
 
 
@@ -89,7 +88,7 @@ class Pieces:
                 used, said = "yours", _verdict_words(verdict)
             else:
                 used, said = "reference", "not attempted" if verdict is not None else "not in your file"
-            rows.append((EXERCISES[name].notebook, name, used, said))
+            rows.append((registry.EXERCISES[name].notebook, name, used, said))
         mine = len(self.mine)
         head = f"{mine} of {len(PIECES)} pieces are yours; the other {len(PIECES) - mine} are the package's reference."
         width = max(len(name) for _, name, _, _ in rows)
@@ -113,14 +112,14 @@ def load_pieces(source=None) -> Pieces:
     functions_found = _functions_of(source)
     functions, mine, verdicts = {}, set(), {}
     for name in PIECES:
-        reference = EXERCISES[name].reference
+        reference = registry.EXERCISES[name].reference
         function = functions_found.get(name)
         if function is None:
             functions[name] = reference
             continue
         if not callable(function):
             raise TypeError(f"`{name}` in your pieces must be a function, got {describe(function)}.")
-        verdict = check(name, function)
+        verdict = registry.check(name, function)
         verdicts[name] = verdict
         if verdict.status == NOT_ATTEMPTED:
             functions[name] = reference

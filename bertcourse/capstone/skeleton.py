@@ -19,7 +19,7 @@ import textwrap
 from pathlib import Path
 
 from .._validation import describe
-from ..exercises.registry import EXERCISES
+from ..exercises import registry  # by module: the registry imports this package's references
 from .pieces import NOTEBOOK_FILES, PIECES
 
 FILE_NAME = "my_bert.py"
@@ -60,7 +60,7 @@ def skeleton() -> str:
     """The text of the skeleton file: a header, then one function per piece, in the order the model calls them."""
     parts = [_HEADER]
     for name in PIECES:
-        exercise = EXERCISES[name]
+        exercise = registry.EXERCISES[name]
         signature = _plain_signature(exercise.reference)
         text = exercise.prompt[0].upper() + exercise.prompt[1:]
         prompt = textwrap.fill(text, width=100, initial_indent="    ", subsequent_indent="    ")

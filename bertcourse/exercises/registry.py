@@ -19,6 +19,7 @@ import sys
 from . import (
     attention,
     bert,
+    capstone,
     finetuning,
     inside,
     layernorm_ffn,
@@ -91,6 +92,8 @@ EXERCISES: dict[str, Exercise] = {
         precision.SCALER_UPDATE,
         precision.GLOBAL_MEAN_LOSS,
         precision.SAFE_LOSS_SCALE,
+        capstone.FIRST_DIFFERENCE,
+        capstone.RELATIVE_ERROR_BY_LAYER,
     )
 }
 
@@ -131,6 +134,7 @@ NOTEBOOK_ASKS = {
     "09": ("masked_only_accuracy", "lr_multiplier", "whole_word_mask"),
     "11": ("average_token_outputs", "merge_softmax_blocks", "longformer_mask"),
     "12": ("global_mean_loss", "safe_loss_scale"),
+    "13": ("first_difference", "relative_error_by_layer"),
 }
 
 # The latest verdict of every exercise checked in this kernel, in the order they were first met.
