@@ -25,7 +25,7 @@ from ..experiments import (
 )
 from ..plots import plot_attention, plot_head_view, plot_heads_grid, plot_position_encoding
 from ..positional import sinusoidal_position_encoding
-from ._base import DEFAULT_TEXT, WIDE, Explorer, checkbox
+from ._base import DEFAULT_TEXT, WIDE, Explorer, checkbox, layer_and_head, sentence_box
 
 
 class ScalingExplorer(Explorer):
@@ -454,11 +454,8 @@ class AttentionExplorer(Explorer):
         self._cache: dict[tuple[str, str], tuple[list[str], list[torch.Tensor]]] = {}
         _, attentions = self.attentions_for(text, pair)  # refuses a model in training mode, or one with no maps
         num_layers, num_heads = len(attentions), attentions[0].shape[0]
-        require_int_in_range("layer", layer, 0, num_layers - 1)
-        require_int_in_range("head", head, 0, num_heads - 1)
-        self.text = widgets.Text(
-            value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
-        )
+        self.layer, self.head = layer_and_head(layer, head, num_layers, num_heads)  # checked against the model
+        self.text = sentence_box(text)
         self.pair = widgets.Text(
             value=pair,
             description="sentence B",
@@ -466,10 +463,6 @@ class AttentionExplorer(Explorer):
             continuous_update=False,
             layout=widgets.Layout(width="640px"),
         )
-        self.layer = widgets.IntSlider(
-            value=layer, min=0, max=num_layers - 1, description="layer", continuous_update=False
-        )
-        self.head = widgets.IntSlider(value=head, min=0, max=num_heads - 1, description="head", continuous_update=False)
         self.view = widgets.ToggleButtons(options=list(self.VIEWS), value=view)
         self.average_heads = widgets.Checkbox(value=average_heads, description="average over heads", indent=False)
         self.note = widgets.Label(value="")
