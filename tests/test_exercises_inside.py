@@ -279,7 +279,7 @@ ROLLOUT_WRONG = [
         _rollout_by(_heads_mean, lambda a: (a + torch.eye(a.shape[-1])) / (a + torch.eye(a.shape[-1])).sum(-2, True)),
         "Its rows sum to",
     ),
-    (_rollout_by(_heads_mean, lambda a: 0.5 * a + torch.eye(a.shape[-1])), "Its rows sum to"),
+    (_rollout_by(_heads_mean, lambda a: 0.5 * a + torch.eye(a.shape[-1])), "renormalise the rows of each mixing"),
     (_rollout_by(_heads_mean, _halfway, slice(1, None)), "the first layer is left out"),
     (_rollout_by(_heads_mean, _halfway, slice(None, -1)), "the last layer is left out"),
     (rollout_per_head_then_averaged, "each head rolled out on its own"),

@@ -584,10 +584,48 @@ def _numbers_problem(exercise, case: Case, subject: str, value: torch.Tensor, ex
         or _offset(v, e)
         or _rearranged(v, e, axes, atol=atol, rtol=rtol)
         or _shuffled(v, e)
+        or _not_a_distribution(v, e)
         or _close(difference, e, bad, (atol, rtol), axes)
         or _localised(bad, axes)
     )
     return text + (f" {relation}" if relation else "")
+
+
+def _not_a_distribution(v: torch.Tensor, e: torch.Tensor) -> str | None:
+    """Where every row of the right answer is a distribution (entries >= 0 summing to 1, or all 0 for a row that
+    sees nothing): the learner's rows that do not sum to 1, or weight where the right answer has exactly 0."""
+    if e.dim() < 1 or e.shape[-1] < 2 or bool((e < 0).any()):
+        return None
+    rows = (e.sum(dim=-1) - 1).abs() <= 1e-4
+    empty = e.abs().amax(dim=-1) == 0
+    if not bool((rows | empty).all()) or not bool(rows.any()):
+        return None
+    sums = v.sum(dim=-1)[rows]
+    if bool(((sums - 1).abs() > 1e-3).any()):
+        return (
+            f"Its rows sum to {float(sums.min()):.3g} to {float(sums.max()):.3g}, not 1: each row of the right answer "
+            "is a distribution (entries >= 0 that sum to 1), as a softmax over the last axis gives."
+        )
+    negative = rows[..., None] & (v < -1e-3)
+    if bool(negative.any()):
+        return (
+            f"Its rows sum to 1, but {_entries(int(negative.sum()), v.numel())} are negative: each row of the right "
+            "answer is a distribution, whose entries (a softmax's exp(s) / sum) are never below 0."
+        )
+    top = (e == e.amax(dim=-1, keepdim=True)) & rows[..., None]
+    if bool(top.any()) and bool((v[top].abs() <= 1e-6).all()):
+        return (
+            "Its rows sum to 1, but where the right answer has its largest weight, yours has 0: the highest score "
+            "gets the largest weight, exp(s - max) = exp(0) = 1 before the division (`torch.exp`, not `torch.expm1`)."
+        )
+    leaks = (e == 0) & rows[..., None] & (v.abs() > 1e-3)
+    if bool(leaks.any()):
+        return (
+            f"Its rows sum to 1, but it puts weight on {_entries(int(leaks.sum()), v.numel())} where the right answer "
+            "has exactly 0 (masked keys?): a masked score must be -inf (or the dtype's lowest value) before the "
+            "softmax, so that its weight is 0; adding or multiplying a 0/1 mask leaves it a finite score."
+        )
+    return None
 
 
 def one_number_relation(mine: float, right: float) -> str:

@@ -295,6 +295,30 @@ def _alibi_power_of_h(num_heads, seq_len):
     return slopes[:, None, None] * torch.minimum(offset, -offset)
 
 
+def _alibi_explain(case, value, expected):
+    """The first wrong head's bias from query 0 to the first keys, against the right one, and what differs."""
+    if not isinstance(value, torch.Tensor) or value.shape != expected.shape or not value.is_floating_point():
+        return None
+    v, e = value.double(), expected.double()
+    wrong = [h for h in range(e.shape[0]) if not torch.allclose(v[h], e[h], atol=1e-5, rtol=1e-4)]
+    if not wrong or e.shape[-1] < 3:
+        return None
+    head = wrong[0]
+    mine, right = v[head, 0, :6], e[head, 0, :6]
+    slope = float(-right[1])
+    shown = ", ".join(f"{float(x) + 0.0:.4g}" for x in mine)  # + 0.0: -0 shown as 0
+    text = (
+        f"Head {head}'s bias from query 0 to keys 0, 1, 2, ... is {shown} in yours; the right one falls by its "
+        f"slope m = {slope:.4g} at each step: {', '.join(f'{float(x) + 0.0:.4g}' for x in right)}."
+    )
+    steps = mine.diff()
+    if not torch.allclose(steps, steps[:1].expand_as(steps), atol=1e-6, rtol=1e-4):
+        return text + " Yours does not change by the same step at every distance: the penalty is linear, -m |i - j|."
+    if not torch.allclose(v[head], v[head].mT, atol=1e-6):
+        return text + " Yours is not symmetric (bias[i, j] != bias[j, i]): the penalty depends on |i - j| only."
+    return text
+
+
 ALIBI_BIAS = Exercise(
     name="alibi_bias",
     reference=alibi_bias,
@@ -308,6 +332,7 @@ ALIBI_BIAS = Exercise(
     knobs=_ALIBI_KNOBS,
     variant=_alibi_variant,
     axes={"": ("heads", "query rows", "key columns")},
+    explain=_alibi_explain,
     notebook="04",
     extra_solution=("_alibi_slopes",),
     mistakes=(
