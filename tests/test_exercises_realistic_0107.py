@@ -996,6 +996,163 @@ COMPLETED = (  # the exercises with 0-4 realistic wrong answers before; retired 
 )
 
 
+# --- 02 stable_softmax, 03 masked_softmax, 04 alibi_bias: answers outside the catalogue -----------------
+
+
+def _softmax(s, dim=-1):
+    e = torch.exp(s - s.amax(dim, keepdim=True))
+    return e / e.sum(dim, keepdim=True)
+
+
+def _shifted_exp(s, dim=-1, shift=torch.amax, power=1.0):
+    e = torch.exp(power * (s - shift(s, dim, keepdim=True)))
+    return e / e.sum(dim, keepdim=True)
+
+
+WRONG["stable_softmax"] = [
+    (
+        "keepdim forgotten on the sum",
+        lambda s, dim=-1: torch.exp(s - s.amax(dim, keepdim=True)) / torch.exp(s - s.amax(dim, keepdim=True)).sum(dim),
+        r"two tensors do not broadcast together",
+    ),
+    (
+        "one sum over every entry",
+        lambda s, dim=-1: torch.exp(s - s.amax(dim, keepdim=True)) / torch.exp(s - s.amax(dim, keepdim=True)).sum(),
+        r"is the right one times a factor of its own",
+    ),
+    ("the minimum subtracted", lambda s, dim=-1: _shifted_exp(s, dim, torch.amin), r"inf/inf \(an exp that overflowed"),
+    ("float64 throughout", lambda s, dim=-1: _softmax(s.double(), dim), r"dtype torch.float64; expected torch.float32"),
+    ("the softmax of -s", lambda s, dim=-1: _softmax(-s, dim), r"the scores' sign flipped"),
+    ("exp(2 (s - max))", lambda s, dim=-1: _shifted_exp(s, dim, power=2.0), r"the softmax of the scores times 2"),
+    (
+        "a raw softmax with its NaN zeroed",
+        lambda s, dim=-1: torch.nan_to_num(torch.exp(s) / torch.exp(s).sum(dim, keepdim=True)),
+        r"Your output is all zeros",
+    ),
+    (
+        "a one-hot argmax",
+        lambda s, dim=-1: F.one_hot(s.argmax(dim), s.shape[dim]).to(s.dtype).movedim(-1, dim),
+        r"all its weight on one entry \(an argmax, one-hot\)",
+    ),
+]
+RIGHT["stable_softmax"] = [
+    lambda s, dim=-1: torch.exp(s - torch.logsumexp(s, dim, keepdim=True)),
+    lambda s, dim=-1: (
+        (s - s.max(dim, keepdim=True).values).exp().div((s - s.max(dim, keepdim=True).values).exp().sum(dim, True))
+    ),
+]
+
+
+def _masked(s, m=None):
+    if m is None:
+        return s.softmax(-1)
+    return s.masked_fill(~m, float("-inf")).softmax(-1).nan_to_num(0.0)
+
+
+WRONG["masked_softmax"] = [
+    (
+        "the softmax over the queries",
+        lambda s, m=None: (s if m is None else s.masked_fill(~m, float("-inf"))).softmax(-2).nan_to_num(0.0),
+        r"Its rows sum to .* not 1",
+    ),
+    ("a float32 result", lambda s, m=None: _masked(s.float(), m), r"dtype torch.float32; expected torch.float16"),
+    (
+        "masked scores set to 0",
+        lambda s, m=None: s.softmax(-1) if m is None else s.masked_fill(~m, 0.0).softmax(-1),
+        r"puts weight on .* where the right answer has exactly 0",
+    ),
+    (
+        "exp times the mask, no maximum",
+        lambda s, m=None: s.softmax(-1) if m is None else (lambda e: e / e.sum(-1, keepdim=True))(s.exp() * m),
+        r"NaN in 5 of 40 entries \(all in the query rows \[2\]\).*NaN comes from 0/0",
+    ),
+    (
+        "the maximum over every key, then the mask",
+        lambda s, m=None: (
+            s.softmax(-1)
+            if m is None
+            else (lambda e: e / e.sum(-1, keepdim=True).clamp(min=1e-12))((s - s.amax(-1, keepdim=True)).exp() * m)
+        ),
+        r"contains NaN in 8 of 24 entries",
+    ),
+    (
+        "the log of the mask added, in float32",
+        lambda s, m=None: s.softmax(-1) if m is None else (s + m.float().log()).softmax(-1).nan_to_num(0.0),
+        r"dtype torch.float32; expected torch.float16",
+    ),
+]
+RIGHT["masked_softmax"] = [
+    _masked,
+    lambda s, m=None: (
+        s.softmax(-1) if m is None else s.masked_fill(~m, torch.finfo(s.dtype).min).softmax(-1) * m
+    ),  # masked keys and empty rows both 0
+    lambda s, m=None: (
+        (s.float() if m is None else s.float().masked_fill(~m, float("-inf"))).softmax(-1).nan_to_num(0.0).to(s.dtype)
+    ),
+]
+
+
+def _slopes(h, base_of=lambda c: c, exp=lambda x: 2.0**x):
+    closest = 2 ** int(math.log2(h))
+    first = [exp(-8 * (i + 1) / base_of(closest)) for i in range(closest)]
+    rest = [exp(-8 * (2 * i + 1) / (2 * closest)) for i in range(h - closest)]
+    return torch.tensor(first + rest)
+
+
+def _alibi(h, n, slopes=None):
+    m = _slopes(h) if slopes is None else slopes
+    position = torch.arange(n)
+    return -m[:, None, None] * (position[None, :] - position[:, None]).abs()
+
+
+WRONG["alibi_bias"] = [
+    (
+        "squared distances",
+        lambda h, n: _alibi(h, n) * (torch.arange(n)[None, :] - torch.arange(n)[:, None]).abs(),
+        r"does not change by the same step at every distance",
+    ),
+    (
+        "e instead of 2 as the base",
+        lambda h, n: _alibi(h, n, _slopes(h, exp=math.exp)),
+        r"is 0, -0.3679, -0.7358.*falls by its slope m = 0.5",
+    ),
+    (
+        "the extra slopes in reverse",
+        lambda h, n: torch.cat(
+            [_alibi(h, n)[: 2 ** int(math.log2(h))], _alibi(h, n)[2 ** int(math.log2(h)) :].flip(0)]
+        ),
+        r"The heads are the right ones in another order",
+    ),
+    ("int64", lambda h, n: _alibi(h, n).round().long(), r"dtype torch.int64; expected torch.float32"),
+    ("one head only", lambda h, n: _alibi(h, n)[0], r"The leading axes \(8,\) are missing"),
+    (
+        "a causal mask in the bias",
+        lambda h, n: _alibi(h, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf")),
+        r"contains inf",
+    ),
+    (
+        "2H's slopes for every head",
+        lambda h, n: _alibi(h, n, _slopes(h, base_of=lambda c: 2 * c)),
+        r"is 0, -0.7071, -1.414.*falls by its slope m = 0.5",
+    ),
+]
+
+
+def _alibi_by_loops(num_heads, seq_len):
+    closest = 2 ** math.floor(math.log2(num_heads))
+    every = [2 ** (-8 * (i + 1) / (2 * closest)) for i in range(2 * closest)]
+    slopes = [2 ** (-8 * (i + 1) / closest) for i in range(closest)] + every[0::2][: num_heads - closest]
+    bias = torch.zeros(num_heads, seq_len, seq_len)
+    for h, m in enumerate(slopes):
+        for i in range(seq_len):
+            for j in range(seq_len):
+                bias[h, i, j] = -m * abs(i - j)
+    return bias
+
+
+RIGHT["alibi_bias"] = [_alibi, _alibi_by_loops]
+
+
 # --- the tests ------------------------------------------------------------------------------------
 
 REWORKED = (

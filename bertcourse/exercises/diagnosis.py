@@ -413,8 +413,8 @@ def value_problem(exercise, case: Case, subject: str, value, expected: torch.Ten
 
 
 _NON_FINITE_HINT = {
-    "NaN": "NaN comes from 0/0, from the square root of a negative number, or from a softmax over a row "
-    "whose scores are all -inf.",
+    "NaN": "NaN comes from 0/0, from inf/inf (an exp that overflowed: subtract the row's maximum first), from the "
+    "square root of a negative number, or from a softmax over a row whose scores are all -inf.",
     "inf": "inf comes from a division by 0, or from a number too large for the dtype (float16 ends at 65504).",
 }
 
@@ -612,6 +612,18 @@ def _not_a_distribution(v: torch.Tensor, e: torch.Tensor) -> str | None:
             f"Its rows sum to 1, but {_entries(int(negative.sum()), v.numel())} are negative: each row of the right "
             "answer is a distribution, whose entries (a softmax's exp(s) / sum) are never below 0."
         )
+    ones = (v.abs() > 1e-6).sum(dim=-1) == 1
+    if bool(ones[rows].all()) and bool(((e > 1e-6).sum(dim=-1)[rows] > 1).any()):
+        return (
+            "Its rows sum to 1, but each puts all its weight on one entry (an argmax, one-hot): a softmax gives "
+            "every allowed key some weight, exp(s - max) / sum."
+        )
+    power = _softmax_power(v, e, rows)
+    if power is not None:
+        return (
+            f"Each row is the right one raised to the power {power} and renormalised: the softmax of the scores "
+            f"times {power} before the exp{_power_name(power)}."
+        )
     top = (e == e.amax(dim=-1, keepdim=True)) & rows[..., None]
     if bool(top.any()) and bool((v[top].abs() <= 1e-6).all()):
         return (
@@ -626,6 +638,37 @@ def _not_a_distribution(v: torch.Tensor, e: torch.Tensor) -> str | None:
             "softmax, so that its weight is 0; adding or multiplying a 0/1 mask leaves it a finite score."
         )
     return None
+
+
+def _softmax_power(v: torch.Tensor, e: torch.Tensor, rows: torch.Tensor) -> str | None:
+    """p (as text) when every distribution row of ``v`` is the right row to the power p, renormalised (the softmax
+    of the scores times p), for p other than 1; None otherwise."""
+    both = (v > 0) & (e > 0) & rows[..., None]
+    if not bool(((v > 0) == (e > 0))[rows].all()) or int(both.sum()) < 3:
+        return None
+    log_v = torch.where(both, v.clamp_min(1e-300).log(), 0.0)
+    log_e = torch.where(both, e.clamp_min(1e-300).log(), 0.0)
+    count = both.sum(dim=-1, keepdim=True).clamp_min(1)
+    x = torch.where(both, log_e - log_e.sum(dim=-1, keepdim=True) / count, 0.0)  # centred within each row
+    y = torch.where(both, log_v - log_v.sum(dim=-1, keepdim=True) / count, 0.0)
+    energy = float((x * x).sum())
+    if energy < 1e-6:
+        return None
+    p = float((x * y).sum()) / energy
+    if abs(p - 1) < 1e-3 or not _near(y, p * x, atol=1e-3, rtol=1e-3):
+        return None
+    return f"{p:.3g}"
+
+
+def _power_name(power: str) -> str:
+    value = float(power)
+    if abs(value + 1) <= 2e-3:
+        return ": the scores' sign flipped"
+    for n in (2, 3, 5, 6, 8, 12, 32, 64):  # not perfect squares: √4 is 2
+        for number, name in ((math.sqrt(n), f"√{n}"), (1 / math.sqrt(n), f"1/√{n}")):
+            if abs(value - number) <= 2e-3 * number:
+                return f" (= {name}, a scale on the scores)"
+    return ""
 
 
 def one_number_relation(mine: float, right: float) -> str:
