@@ -103,13 +103,13 @@ def require_browser() -> None:
         pytest.skip(reason)
 
 
-def explorer_cell_index(notebook: str) -> int:
-    """The index (among all cells) of the first cell of ``notebook`` that shows the attention explorer."""
+def cell_index(notebook: str, call: str) -> int:
+    """The index (among all cells) of the first code cell of ``notebook`` whose source contains ``call``."""
     cells = json.loads((REPO / notebook).read_text(encoding="utf-8"))["cells"]
     for index, cell in enumerate(cells):
-        if cell["cell_type"] == "code" and EXPLORER_CALL in "".join(cell["source"]):
+        if cell["cell_type"] == "code" and call in "".join(cell["source"]):
             return index
-    raise AssertionError(f"{notebook} has no cell that calls {EXPLORER_CALL!r}")
+    raise AssertionError(f"{notebook} has no cell that calls {call!r}")
 
 
 def has_picture(output: dict) -> bool:
@@ -314,13 +314,60 @@ def save_notebook(page, deadline: Deadline) -> None:
     assert saved.value.ok, f"saving failed: HTTP {saved.value.status}"
 
 
-def layer_slider(cell):
-    """The explorer's slider labelled 'layer' (ipywidgets 8: noUiSlider; 7: jQuery UI)."""
+def slider(cell, label: str):
+    """The explorer's slider labelled ``label`` (ipywidgets 8: noUiSlider; 7: jQuery UI)."""
     sliders = cell.locator(".widget-slider").filter(
-        has=cell.page.locator(".widget-label", has_text=re.compile("layer", re.I))
+        has=cell.page.locator(".widget-label", has_text=re.compile(f"^{label}$", re.I))
     )
-    assert sliders.count() >= 1, "the explorer shows no slider labelled 'layer'"
+    assert sliders.count() >= 1, f"the explorer shows no slider labelled {label!r}"
     return sliders.first
+
+
+def wait_for_new_picture(page, cell, before: list[str], deadline: Deadline) -> list[str]:
+    """The cell's pictures once they differ from ``before`` (or as they are after ``IMAGE_CHANGE_WAIT_S``)."""
+    changed_by = time.monotonic() + min(IMAGE_CHANGE_WAIT_S, deadline.left_s())
+    while images_in(cell) in ([], before) and time.monotonic() < changed_by:
+        page.wait_for_timeout(250)
+    return images_in(cell)
+
+
+@contextlib.contextmanager
+def chromium_on_lab(scratch: Path, deadline: Deadline) -> Iterator[tuple]:
+    """JupyterLab on a copy of the notebooks (the repository's stay as committed) and a page of Chromium:
+    yields (browser, page, base URL, token), and closes the browser and stops the server afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    root = copy_of_the_notebooks(scratch)
+    with running_jupyter_lab(root, scratch, deadline) as (base, token), sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser, new_page(browser), base, token
+        finally:
+            browser.close()
+
+
+def run_all_cells(page, deadline: Deadline, screenshot: str | None = None) -> int:
+    """Clear every output, run all cells and wait until the kernel is idle again (a screenshot of the whole
+    notebook then, if named); fail if a cell wrote to stderr or raised. Returns the number of code cells."""
+    wait_for_kernel_idle(page, deadline)
+    click_menu(page, "Edit", "Clear Outputs of All Cells")
+    click_menu(page, "Run", "Run All Cells")
+    code_cells = wait_until_all_cells_ran(page, deadline)
+    wait_for_kernel_idle(page, deadline)
+    if screenshot:
+        page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
+    errors = page.locator(STDERR_OUTPUT)
+    assert errors.count() == 0, "a cell wrote to stderr or raised:\n" + "\n".join(errors.all_inner_texts())
+    return code_cells
+
+
+def shown_widget(page, index: int, deadline: Deadline):
+    """Cell ``index``, scrolled into view, once its widget is displayed, and not as "Error displaying widget"."""
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jupyter-widgets").first.wait_for(timeout=deadline.left_ms())
+    assert WIDGET_ERROR not in cell.inner_text(), f"cell {index}: {cell.inner_text()[:200]!r}"
+    return cell
 
 
 def test_every_widget_output_carries_its_picture() -> None:
@@ -365,92 +412,57 @@ def test_every_browser_test_carries_the_browser_marker() -> None:
 @pytest.mark.browser
 def test_unrun_notebooks_show_every_explorer_as_drawn(tmp_path: Path) -> None:
     require_browser()
-    from playwright.sync_api import sync_playwright
-
     # The notebooks whose widget outputs all carry their picture; the test above names any other.
     shown = [(path, widget_outputs(path)) for path in NOTEBOOKS]
     shown = [(path, outputs) for path, outputs in shown if outputs and all(has_picture(o) for _, o in outputs)]
     assert shown, "no notebook shows a widget with its picture"
     deadline = Deadline(UNRUN_LIMIT_PER_NOTEBOOK_S * len(shown))
-    root = copy_of_the_notebooks(tmp_path)
-    with running_jupyter_lab(root, tmp_path, deadline) as (base, token), sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = new_page(browser)
-            for path, outputs in shown:
-                open_notebook(page, base, token, f"notebooks/{path.name}", deadline, reset=True)
-                for index in sorted({index for index, _ in outputs}):
-                    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
-                    wait_for_a_picture(cell, deadline)
-                    text = cell.locator(".jp-Cell-outputArea").inner_text()
-                    where = f"{path.name}, cell {index}, before running"
-                    assert not WIDGET_TEXT.search(text), f"{where}: the widget shows as text: {text[:200]!r}"
-                    assert WIDGET_ERROR not in text, f"{where}: {text[:200]!r}"
-                page.screenshot(path=str(ARTIFACTS / f"unrun_{path.stem}.png"))
-                shut_down_kernels(base, token)  # opening started one; the next notebook starts its own
-        finally:
-            browser.close()
+    with chromium_on_lab(tmp_path, deadline) as (_, page, base, token):
+        for path, outputs in shown:
+            open_notebook(page, base, token, f"notebooks/{path.name}", deadline, reset=True)
+            for index in sorted({index for index, _ in outputs}):
+                cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+                wait_for_a_picture(cell, deadline)
+                text = cell.locator(".jp-Cell-outputArea").inner_text()
+                where = f"{path.name}, cell {index}, before running"
+                assert not WIDGET_TEXT.search(text), f"{where}: the widget shows as text: {text[:200]!r}"
+                assert WIDGET_ERROR not in text, f"{where}: {text[:200]!r}"
+            page.screenshot(path=str(ARTIFACTS / f"unrun_{path.stem}.png"))
+            shut_down_kernels(base, token)  # opening started one; the next notebook starts its own
 
 
 @pytest.mark.browser
 def test_attention_explorer_runs_responds_and_reopens_in_jupyterlab(tmp_path: Path) -> None:
     require_browser()
-    from playwright.sync_api import sync_playwright
-
     deadline = Deadline(TIME_LIMIT_S)
-    notebook, explorer_index = EXPLORER_NOTEBOOK, explorer_cell_index(EXPLORER_NOTEBOOK)
-    root = copy_of_the_notebooks(tmp_path)
-    with running_jupyter_lab(root, tmp_path, deadline) as (base, token), sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = new_page(browser)
-            open_notebook(page, base, token, notebook, deadline, reset=True)
-            wait_for_kernel_idle(page, deadline)
+    notebook, explorer_index = EXPLORER_NOTEBOOK, cell_index(EXPLORER_NOTEBOOK, EXPLORER_CALL)
+    with chromium_on_lab(tmp_path, deadline) as (browser, page, base, token):
+        open_notebook(page, base, token, notebook, deadline, reset=True)
+        assert run_all_cells(page, deadline, screenshot="browser_notebook.png") >= 2
 
-            click_menu(page, "Edit", "Clear Outputs of All Cells")
-            click_menu(page, "Run", "Run All Cells")
-            code_cells = wait_until_all_cells_ran(page, deadline)
-            wait_for_kernel_idle(page, deadline)
-            page.screenshot(path=str(ARTIFACTS / "browser_notebook.png"), full_page=True)
+        explorer = shown_widget(page, explorer_index, deadline)
+        layer = slider(explorer, "layer")
+        before = images_in(explorer)
+        assert before, "the explorer drew no image"
+        explorer.screenshot(path=str(ARTIFACTS / "browser_explorer_before.png"))
 
-            errors = page.locator(STDERR_OUTPUT)
-            assert errors.count() == 0, "a cell wrote to stderr or raised:\n" + "\n".join(errors.all_inner_texts())
-            assert code_cells >= 2
+        readout = layer.locator(".widget-readout")
+        layer_before = int(readout.inner_text())
+        layer.locator(".noUi-handle, .ui-slider-handle").first.focus()
+        page.keyboard.press("ArrowRight")
+        assert int(readout.inner_text()) == layer_before + 1, "ArrowRight did not move the layer slider"
+        after = wait_for_new_picture(page, explorer, before, deadline)
+        explorer.screenshot(path=str(ARTIFACTS / "browser_explorer_after.png"))
+        assert after and after != before, "moving the layer slider did not redraw the explorer's picture"
+        assert page.locator(STDERR_OUTPUT).count() == 0, "moving the slider wrote to stderr"
 
-            explorer = page.locator(".jp-Notebook .jp-Cell").nth(explorer_index)
-            explorer.scroll_into_view_if_needed()
-            explorer.locator(".jupyter-widgets").first.wait_for(timeout=deadline.left_ms())
-            assert WIDGET_ERROR not in explorer.inner_text()
-            slider = layer_slider(explorer)
-            before = images_in(explorer)
-            assert before, "the explorer drew no image"
-            explorer.screenshot(path=str(ARTIFACTS / "browser_explorer_before.png"))
-
-            readout = slider.locator(".widget-readout")
-            layer_before = int(readout.inner_text())
-            handle = slider.locator(".noUi-handle, .ui-slider-handle").first
-            handle.focus()
-            page.keyboard.press("ArrowRight")
-            assert int(readout.inner_text()) == layer_before + 1, "ArrowRight did not move the layer slider"
-            changed_by = time.monotonic() + min(IMAGE_CHANGE_WAIT_S, deadline.left_s())
-            while images_in(explorer) in ([], before) and time.monotonic() < changed_by:
-                page.wait_for_timeout(250)
-            explorer.screenshot(path=str(ARTIFACTS / "browser_explorer_after.png"))
-            after = images_in(explorer)
-            assert after and after != before, "moving the layer slider did not redraw the explorer's picture"
-            assert page.locator(STDERR_OUTPUT).count() == 0, "moving the slider wrote to stderr"
-
-            save_notebook(page, deadline)
-            shut_down_kernels(base, token)
-            reopened = new_page(browser)
-            page.close()
-            open_notebook(reopened, base, token, notebook, deadline)
-            wait_for_kernel_idle(reopened, deadline)
-            explorer = reopened.locator(".jp-Notebook .jp-Cell").nth(explorer_index)
-            explorer.scroll_into_view_if_needed()
-            explorer.locator(".jupyter-widgets").first.wait_for(timeout=deadline.left_ms())
-            assert wait_for_a_picture(explorer, deadline) == after, "the reopened explorer lost its last drawing"
-            assert WIDGET_ERROR not in explorer.inner_text(), "the reopened notebook cannot display its explorer"
-            explorer.screenshot(path=str(ARTIFACTS / "browser_explorer_reopened.png"))
-        finally:
-            browser.close()
+        save_notebook(page, deadline)
+        shut_down_kernels(base, token)
+        reopened = new_page(browser)
+        page.close()
+        open_notebook(reopened, base, token, notebook, deadline)
+        wait_for_kernel_idle(reopened, deadline)
+        explorer = shown_widget(reopened, explorer_index, deadline)
+        assert wait_for_a_picture(explorer, deadline) == after, "the reopened explorer lost its last drawing"
+        assert WIDGET_ERROR not in explorer.inner_text(), "the reopened notebook cannot display its explorer"
+        explorer.screenshot(path=str(ARTIFACTS / "browser_explorer_reopened.png"))
