@@ -484,3 +484,33 @@ def test_a_factor_per_slice_is_named_only_where_a_slice_holds_several_different_
         exercise, case, "Your output", scaled_rows, scaled_rows / torch.tensor([[1.0], [2.0], [3.0]])
     )
     assert "factor of its own" in text  # where the rows hold several numbers, it still says so
+
+
+# --- an encoder layer's sub-layers: how often each was called, on what ------------------------------
+
+
+def post_ln_attention_twice(x, attention, feed_forward, g1, b1, g2, b2, eps=1e-12):
+    h = bc.layer_norm(x + attention(attention(x)), g1, b1, eps)
+    return bc.layer_norm(h + feed_forward(h), g2, b2, eps)
+
+
+def pre_ln_output_halved(x, attention, feed_forward, g1, b1, g2, b2, eps=1e-12):
+    h = x + attention(bc.layer_norm(x, g1, b1, eps))
+    return 0.5 * (h + feed_forward(bc.layer_norm(h, g2, b2, eps)))  # the right calls, a wrong sum
+
+
+def test_a_wrong_layer_is_told_how_often_it_called_each_sub_layer_and_on_what():
+    message = check("post_ln_layer", post_ln_attention_twice).message
+    assert (
+        "Inside your layer: `attention` called 2 times, on x, then attention(x); `feed_forward` called once, on "
+        "something else. The right layer calls each once: attention on x, feed_forward on h = LN1(x + attention(x))."
+    ) in message
+    message = check("pre_ln_layer", pre_ln_output_halved).message
+    assert "Inside your layer each sub-layer was called once, on the right input (attention on LN1(x)" in message
+    message = check("parallel_layer", parallel_averaged).message
+    assert "Inside your layer each sub-layer was called once, on the right input (attention on LN(x)" in message
+
+
+def parallel_averaged(x, attention, feed_forward, weight, bias, eps=1e-12):
+    n = bc.layer_norm(x, weight, bias, eps)
+    return x + (attention(n) + feed_forward(n)) / 2  # the right calls, their outputs averaged

@@ -66,6 +66,7 @@ SPECIFIC = (
     "It equals the right `",
     "Its rows sum to",
     "bias from query 0 to keys",
+    "Inside your layer",
 )
 
 
@@ -616,8 +617,6 @@ GENERIC = {
     "qkv_from_linear:bias added before the product",
     "qkv_from_linear:torch.nn.Linear built inside with fresh weights",
     "padding_mask:every row as long as the longest",
-    "post_ln_layer:the attention run twice",
-    "post_ln_layer:the residual doubled",
     "bert_embeddings:positions from the last row",
     "mlm_head:the decoder bias added before the decoder",
     "hf_to_ours:dots replaced by underscores",

@@ -503,6 +503,61 @@ def _layer_variant(settings, x, attention, feed_forward, ln1_weight, ln1_bias, l
     return _ln(out, *norms[1], eps2) if settings["last norm"] else out
 
 
+def _layer_calls(layout: str):
+    """``explain_calls`` for an encoder layer built from its pieces: how often each sub-layer was called, on what."""
+
+    def explain(case, calls):
+        if layout == "parallel":
+            x, attention, feed_forward, weight, bias, *rest = case.args
+            eps = rest[0] if rest else 1e-12
+            n = _ln(x, weight, bias, eps)
+            known = [("LN(x)", n), ("x", x)]
+            wanted = {"attention": "LN(x)", "feed_forward": "LN(x)"}
+        else:
+            x, attention, feed_forward, w1, b1, w2, b2, *rest = case.args
+            eps = rest[0] if rest else 1e-12
+            n1 = _ln(x, w1, b1, eps)
+            if layout == "post":
+                h = _ln(x + attention(x), w1, b1, eps)
+                known = [("x", x), ("LN1(x)", n1), ("h = LN1(x + attention(x))", h), ("LN2(h)", _ln(h, w2, b2, eps))]
+                known += [("x + attention(x), before LN1", x + attention(x)), ("attention(x)", attention(x))]
+                wanted = {"attention": "x", "feed_forward": "h = LN1(x + attention(x))"}
+            else:
+                h = x + attention(n1)
+                known = [("x", x), ("LN1(x)", n1), ("h = x + attention(LN1(x))", h), ("LN2(h)", _ln(h, w2, b2, eps))]
+                known += [("LN2(x)", _ln(x, w2, b2, eps)), ("LN1(h)", _ln(h, w1, b1, eps))]
+                known.append(("attention(LN1(x))", attention(n1)))
+                wanted = {"attention": "LN1(x)", "feed_forward": "LN2(h), with h = x + attention(LN1(x))"}
+
+        def named(value):
+            if not isinstance(value, torch.Tensor):
+                return "something that is not a tensor"
+            for text, tensor in known:
+                if value.shape == tensor.shape and torch.allclose(
+                    value.double(), tensor.double(), atol=1e-5, rtol=1e-4
+                ):
+                    return text
+            return "something else"
+
+        said = {name: [named(value) for value in calls.get(name, [])] for name in ("attention", "feed_forward")}
+        if all(said[name] == [wanted[name].split(",")[0]] for name in said):
+            return (
+                "Inside your layer each sub-layer was called once, on the right input (attention on "
+                f"{wanted['attention']}, feed_forward on {wanted['feed_forward']}): what differs is what is added "
+                "to their outputs, or what is normalised after them."
+            )
+        parts = []
+        for name, inputs in said.items():
+            times = {0: "never called", 1: "called once"}.get(len(inputs), f"called {len(inputs)} times")
+            parts.append(f"`{name}` {times}" + (f", on {', then '.join(inputs)}" if inputs else ""))
+        return (
+            f"Inside your layer: {'; '.join(parts)}. The right layer calls each once: attention on "
+            f"{wanted['attention']}, feed_forward on {wanted['feed_forward']}."
+        )
+
+    return explain
+
+
 def _layer_knobs(layout: str) -> tuple[Knob, ...]:
     other = "pre" if layout == "post" else "post"
     layouts = {
@@ -655,6 +710,7 @@ POST_LN_LAYER = Exercise(
     knobs=_layer_knobs("post"),
     variant=_layer_variant,
     axes={"": ("batch", "token rows", "feature columns")},
+    explain_calls=_layer_calls("post"),
     notebook="06",
     mistakes=(
         Mistake(
@@ -754,6 +810,7 @@ PRE_LN_LAYER = Exercise(
     knobs=_layer_knobs("pre"),
     variant=_layer_variant,
     axes={"": ("batch", "token rows", "feature columns")},
+    explain_calls=_layer_calls("pre"),
     notebook="06",
     mistakes=(
         Mistake(
@@ -931,6 +988,7 @@ PARALLEL_LAYER = Exercise(
     knobs=_PARALLEL_KNOBS,
     variant=_parallel_variant,
     axes={"": ("batch", "token rows", "feature columns")},
+    explain_calls=_layer_calls("parallel"),
     notebook="06",
     mistakes=(
         Mistake(

@@ -116,7 +116,10 @@ class Exercise:
     in a way no mistake explains, and returns a sentence about them together (the two cut lengths of a
     truncated pair, say) or None. ``answered_by`` lists other package code that answers the exercise for
     the learner (a ``BertModel`` built to count its parameters): it counts as the concept's own.
-    ``notebook`` is "01", "02", ...
+    ``explain_calls``, for an exercise whose cases pass functions (an encoder layer's sub-layers), is called as
+    ``explain_calls(case, calls)`` when no mistake explains a wrong answer: ``calls`` maps each function
+    argument's name to the first inputs the learner's function called it with, in order; it returns a
+    sentence (which sub-layer was called how often, on what) or None. ``notebook`` is "01", "02", ...
     """
 
     name: str
@@ -136,6 +139,7 @@ class Exercise:
     variant: Callable | None = None
     explain_outputs: Callable | None = None
     answered_by: tuple[Callable, ...] = ()
+    explain_calls: Callable | None = None
     notebook: str = ""
 
     def __hash__(self) -> int:
