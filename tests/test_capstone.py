@@ -3,6 +3,8 @@ is named at its step with its check's diagnosis (a piece that raises inside anot
 overwrites; first_difference is the step the report names; the classifier of the pieces gets the reference's
 gradients; bad input gets clear errors."""
 
+import os
+
 import pytest
 import torch
 import transformers
@@ -10,13 +12,16 @@ import transformers
 import bertcourse as bc
 from bertcourse.bench.timing import alternating_medians
 from bertcourse.capstone import (
+    PIECES,
     MeanPooledClassifier,
+    MistakeExplorer,
     assemble,
     classifier_pair,
     compare,
     first_difference,
     hugging_face_steps,
     load_pieces,
+    mistake_options,
     relative_error_by_layer,
     skeleton,
     start,
@@ -77,7 +82,26 @@ WRONG = [
 ]
 
 
-@pytest.mark.parametrize(("piece", "wrong", "step", "mistake"), WRONG, ids=[w[0] for w in WRONG])
+def _wrong(piece, function_name):
+    from bertcourse.exercises import EXERCISES
+
+    return next(m.wrong for m in EXERCISES[piece].mistakes if m.wrong.__name__ == function_name)
+
+
+# Mistakes after which a later step raises (a shape W_O or the mask cannot take): the report names the earlier step.
+WRONG += [
+    (
+        "scaled_dot_product_attention",
+        _wrong("scaled_dot_product_attention", "_sdpa_outputs_swapped"),
+        "layer 0: attention",
+        "the outputs in the wrong order",
+    ),
+    ("split_heads", _wrong("split_heads", "_split_sequence_axis"), "layer 0: heads split (q)", "the sequence axis"),
+    ("merge_heads", _wrong("merge_heads", "_merge_heads_summed"), "layer 0: heads merged", "summed"),
+]
+
+
+@pytest.mark.parametrize(("piece", "wrong", "step", "mistake"), WRONG, ids=[f"{w[0]}:{w[1].__name__}" for w in WRONG])
 def test_a_wrong_piece_is_named_at_its_step(setting, piece, wrong, step, mistake):
     report = compare(load_pieces({piece: wrong}), *setting)
     assert (report.step, report.piece) == (step, piece), report.text
@@ -110,6 +134,13 @@ def test_bad_input_gets_clear_errors(tmp_path):
         load_pieces({"layer_norm": 3})
     with pytest.raises(FileNotFoundError, match="start\\(\\)"):
         load_pieces(tmp_path / "my_bert.py")
+
+
+def test_a_difference_below_tolerance_that_grows_sends_the_learner_upstream(setting):
+    report = compare(load_pieces({"post_ln_layer": _wrong("post_ln_layer", "_post_default_eps")}), *setting)
+    assert report.piece not in {"post_ln_layer", None} and report.piece not in load_pieces().mine, report.text
+    assert "Look at your pieces that ran before it: `post_ln_layer`." in report.text, report.text
+    assert "within tolerance." in report.text
 
 
 # --- a piece that raises inside another ---------------------------------------------------------
@@ -226,3 +257,37 @@ def test_alternating_medians_runs_each_in_turn_and_takes_medians():
     medians = alternating_medians({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, repeats=3, warmup=1)
     assert calls == ["a", "b"] * 4
     assert set(medians) == {"a", "b"} and all(value >= 0 for value in medians.values())
+
+
+def test_a_piece_tried_in_place_is_checked_but_not_recorded(tmp_path, monkeypatch):
+    from bertcourse.exercises import registry
+
+    verdicts = tmp_path / "verdicts.jsonl"
+    monkeypatch.setenv(registry.VERDICTS_FILE_VARIABLE, str(verdicts))
+    monkeypatch.setattr(registry, "RESULTS", {})
+    mine = load_pieces({"layer_norm": _layer_norm_unbiased})  # the learner's file: recorded
+    tried = mine.replaced(feed_forward=_ffn_relu)
+    assert set(registry.RESULTS) == {"layer_norm"} and verdicts.read_text().count("\n") == 1
+    assert tried.mine == {"layer_norm", "feed_forward"} and "ReLU" in tried.verdicts["feed_forward"].message
+    assert tried["layer_norm"] is _layer_norm_unbiased and tried["feed_forward"] is _ffn_relu
+    assert os.environ[registry.VERDICTS_FILE_VARIABLE] == str(verdicts)
+
+
+# --- the explorer ----------------------------------------------------------------------------------
+
+
+def test_the_explorer_puts_any_catalogued_mistake_in_place(setting):
+    from bertcourse.exercises import EXERCISES
+
+    options = [value for _, value in mistake_options()]
+    assert len(options) == sum(len(EXERCISES[name].mistakes) for name in PIECES if name != "mlm_head")
+    assert len(mistake_options(pretraining=True)) == len(options) + len(EXERCISES["mlm_head"].mistakes)
+    explorer = MistakeExplorer(load_pieces(), *setting)
+    assert explorer.drawn["piece"] == "scaled_dot_product_attention" and explorer.drawn["report"].step
+    relu = next(i for i, m in enumerate(EXERCISES["feed_forward"].mistakes) if m.wrong.__name__ == "_ffn_relu")
+    explorer.mistake.value = ("feed_forward", relu)
+    report = explorer.drawn["report"]
+    assert (report.step, report.piece) == ("layer 0: feed-forward", "feed_forward"), report.text
+    assert "ReLU instead of GELU" in report.text and "ReLU instead of GELU" in explorer.drawn["text"]
+    with pytest.raises(ValueError, match="`start` must be"):
+        MistakeExplorer(load_pieces(), *setting, start=("feed_forward", 99))

@@ -10,12 +10,14 @@
 One module each: ``pieces`` (the twelve pieces by name, and the fallback to the reference), ``skeleton``
 (``start``), ``assembly`` (the model whose every step calls a piece), ``differences`` (the first step beyond
 tolerance, the relative error by layer: the two exercises of notebook 13), ``compare`` (Hugging Face's steps,
-and the report), ``uses`` (the classifier trained through the pieces).
+and the report), ``explorer`` (any catalogued mistake of a piece, put in place, and its report), ``uses`` (the
+classifier trained through the pieces).
 """
 
 from .assembly import AssembledBert, AssembledBertForPreTraining, PieceFailed, WeightsDoNotFit, assemble
 from .compare import ATOL, RTOL, Report, compare, hugging_face_steps
 from .differences import beyond_tolerance, first_difference, relative_error_by_layer
+from .explorer import MistakeExplorer, mistake_options
 from .pieces import PIECES, Pieces, load_pieces, notebook_of
 from .skeleton import FILE_NAME, StartResult, skeleton, start
 from .uses import MeanPooledClassifier, classifier_pair
@@ -28,6 +30,7 @@ __all__ = [
     "AssembledBert",
     "AssembledBertForPreTraining",
     "MeanPooledClassifier",
+    "MistakeExplorer",
     "PieceFailed",
     "Pieces",
     "Report",
@@ -40,6 +43,7 @@ __all__ = [
     "first_difference",
     "hugging_face_steps",
     "load_pieces",
+    "mistake_options",
     "notebook_of",
     "relative_error_by_layer",
     "skeleton",

@@ -129,22 +129,28 @@ def compare(pieces: Pieces, hf_model, batch: dict, *, folder=None, pretraining: 
         return _failed(pieces, error, ())
     recorder = model.recorder if not pretraining else model.bert.recorder
     recorder.steps, recorder.pieces_of = {}, {}
+    failed = None
     try:
         with torch.no_grad():
             model(**batch)
     except PieceFailed as error:
-        return _failed(pieces, error, tuple(recorder.steps))
+        failed = error  # a step that raised: but an earlier step may already differ, and be the cause
     finally:
         ours, pieces_of = recorder.steps, recorder.pieces_of
         recorder.steps = None
+    if failed is not None:
+        theirs = {step: value for step, value in theirs.items() if step in ours}  # the steps computed before it
     step = first_difference(ours, theirs, ATOL, RTOL)  # the exercise of notebook 13: the first step beyond tolerance
     matched = tuple(itertools.takewhile(lambda name: name != step, theirs))  # every step before it matched
+    upstream = tuple(dict.fromkeys(pieces_of[name] for name in matched if pieces_of.get(name) in pieces.mine))
+    if failed is not None and step is None:
+        return _failed(pieces, failed, matched)
     if step is not None and step not in ours:
         piece = _caller_of(step)
         return _report(pieces, step, piece, math.inf, matched, f"your `{piece}` never computed this step.")
     if step is not None:
-        problem, difference = _difference(ours[step], theirs[step])
-        return _report(pieces, step, pieces_of[step], difference, matched, problem)
+        problem, difference = _difference(ours[step], theirs[step], _item_names(step))
+        return _report(pieces, step, pieces_of[step], difference, matched, problem, upstream)
     output = next(reversed(theirs))
     _, largest = _difference(ours[output], theirs[output])
     text = (
@@ -159,13 +165,24 @@ def _caller_of(step: str) -> str:
     return "post_ln_layer" if step.startswith("layer ") else "bert_embeddings"
 
 
-def _difference(mine, theirs) -> tuple[str | None, float]:
-    """(what differs, in words, or None; the largest |mine - theirs|) for a tensor or a tuple of tensors."""
+def _item_names(step: str) -> tuple[str, ...] | None:
+    """What the tensors of a tuple step are, in order (None: "item 1", "item 2", ...)."""
+    if step.endswith(": Q, K and V"):
+        return ("Q", "K", "V")
+    if step.endswith(": attention"):
+        return ("the output", "the attention weights")
+    return None
+
+
+def _difference(mine, theirs, names=None) -> tuple[str | None, float]:
+    """(what differs, in words, or None; the largest |mine - theirs|) for a tensor or a tuple of tensors (whose
+    items ``names`` calls by name)."""
     if isinstance(theirs, tuple):
         if not isinstance(mine, (tuple, list)) or len(mine) != len(theirs):
             return f"it gave {_kind(mine)} instead of {len(theirs)} tensors.", math.inf
         results = [_difference(m, t) for m, t in zip(mine, theirs, strict=True)]
-        problems = [f"item {i + 1}: {problem}" for i, (problem, _) in enumerate(results) if problem]
+        names = names or [f"item {i + 1}" for i in range(len(theirs))]
+        problems = [f"{names[i]}: {problem}" for i, (problem, _) in enumerate(results) if problem]
         return (" ".join(problems) or None), max(d for _, d in results)
     if not isinstance(mine, torch.Tensor):
         return f"it gave {_kind(mine)} instead of a tensor.", math.inf
@@ -194,13 +211,25 @@ def _failed(pieces: Pieces, error: PieceFailed, matched) -> Report:
     return _report(pieces, error.step, error.piece, math.inf, tuple(matched), problem)
 
 
-def _report(pieces: Pieces, step: str, piece: str | None, difference: float, matched, problem: str) -> Report:
+def _report(
+    pieces: Pieces, step: str, piece: str | None, difference: float, matched, problem: str, upstream=()
+) -> Report:
+    """The words of a report. ``upstream``: the learner's pieces among those that computed the matched steps."""
     lines = [f"First difference: {step}. {problem}"]
+    grew = piece is not None and piece not in pieces.mine and bool(upstream)  # a reference piece, after yours
     if matched:
         before = "The step before it matches" if len(matched) == 1 else f"The {len(matched)} steps before it match"
-        lines.append(f"{before} Hugging Face's, so this step's input was right.")
+        lines.append(
+            f"{before} Hugging Face's" + (" within tolerance." if grew else ", so this step's input was right.")
+        )
     if piece is None:
         lines.append("The assembly computes this step itself, from what your pieces gave it.")
+    elif grew:
+        names = ", ".join(f"`{name}`" for name in upstream)
+        lines.append(
+            f"This step runs the package's `{piece}`, which is right: a difference of one of your pieces, too small "
+            f"to see at its own step, grew until here. Look at your pieces that ran before it: {names}."
+        )
     elif piece not in pieces.mine:
         lines.append(f"This step runs the package's `{piece}`: look at what your pieces gave it.")
     else:

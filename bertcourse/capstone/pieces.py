@@ -11,6 +11,7 @@ functions are the learner's and the verdict of each check, for the table and for
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import os
@@ -76,8 +77,17 @@ class Pieces:
 
     def replaced(self, **functions) -> Pieces:
         """The same pieces with some swapped for other functions, each counted as the learner's (``replaced(
-        scaled_dot_product_attention=my_wrong_attention)``): how a test or a notebook cell tries one piece in place."""
-        return load_pieces({**{name: self.functions[name] for name in self.mine}, **functions})
+        scaled_dot_product_attention=my_wrong_attention)``): how a test or a notebook cell tries one piece in place.
+
+        The new functions are checked, but their verdicts are not recorded (``progress()``, the grader): a piece
+        tried in place is an experiment, the learner's file is the answer."""
+        with _not_recorded():
+            tried = load_pieces(functions)  # checks the new functions only
+        return Pieces(
+            {**self.functions, **{name: tried.functions[name] for name in tried.mine}},
+            self.mine | tried.mine,
+            {**self.verdicts, **{name: tried.verdicts[name] for name in tried.mine}},
+        )
 
     def table(self) -> Listing:
         """One row per piece: where it comes from, whose function the model uses, and its check's verdict."""
@@ -104,6 +114,20 @@ def _verdict_words(verdict: CheckResult | None) -> str:
     if verdict.passed:
         return "✅ correct"
     return f"❌ wrong ({verdict.mistake})" if verdict.mistake else "❌ wrong"
+
+
+@contextlib.contextmanager
+def _not_recorded():
+    """Checks inside leave no trace: the kernel's verdicts and the grader's file are as they were."""
+    results = dict(registry.RESULTS)
+    verdicts_file = os.environ.pop(registry.VERDICTS_FILE_VARIABLE, None)
+    try:
+        yield
+    finally:
+        registry.RESULTS.clear()
+        registry.RESULTS.update(results)
+        if verdicts_file is not None:
+            os.environ[registry.VERDICTS_FILE_VARIABLE] = verdicts_file
 
 
 def load_pieces(source=None) -> Pieces:

@@ -1,0 +1,88 @@
+"""``MistakeExplorer``: any catalogued mistake of any piece, put in place, and the report it gets.
+
+Each piece's exercise catalogues the wrong answers people write (``EXERCISES[name].mistakes``, each a function
+with the learner's signature). The explorer lists them all, piece by piece in the order the model calls them;
+choosing one swaps that wrong function in for the piece (``Pieces.replaced``, so nothing is recorded as the
+learner's) and shows ``compare``'s report on the explorer's batch. Some mistakes show at their own step, some one
+step later (a small piece whose output only a larger one reads), and some not at all: a mistake that only changes
+fp16 numbers, or fully masked rows, leaves an fp32 batch without such rows exactly right.
+
+``explorer.mistake.value = ("split_heads", 0)`` chooses from Python; ``explorer.drawn`` holds the ``Report`` and its
+text, drawn as a picture of monospaced text (a notebook opened without running it shows that picture).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+from IPython.display import display
+
+from .._validation import describe
+from ..exercises import registry
+from .compare import compare
+from .pieces import PIECES, Pieces
+
+
+def mistake_options(pretraining: bool = False) -> list[tuple[str, tuple[str, int]]]:
+    """(label, (piece, index of the mistake in its exercise's catalogue)) for every catalogued mistake; those of
+    ``mlm_head`` only with ``pretraining`` (a model without an MLM head never runs it)."""
+    return [
+        (f"{name}: {mistake.name}", (name, index))
+        for name in PIECES
+        if pretraining or name != "mlm_head"
+        for index, mistake in enumerate(registry.EXERCISES[name].mistakes)
+    ]
+
+
+_NO_GLYPH = {"❌ ": "", "✅ ": "", "⏳ ": ""}  # matplotlib's DejaVu fonts have no emoji (it would warn on stderr)
+
+
+def report_figure(text: str, width: int = 118):
+    """The report as a picture of monospaced text: what a notebook opened without running it still shows."""
+    for emoji, plain in _NO_GLYPH.items():
+        text = text.replace(emoji, plain)
+    lines = [wrapped for line in text.split("\n") for wrapped in (textwrap.wrap(line, width) or [""])]
+    figure = plt.figure(figsize=(11, 0.15 * len(lines) + 0.2))
+    ax = figure.add_axes((0, 0, 1, 1))  # a figure without axes is not drawn inline
+    ax.set_axis_off()
+    ax.text(0.005, 0.99, "\n".join(lines), va="top", ha="left", family="monospace", fontsize=8.5)
+    return figure
+
+
+class MistakeExplorer:
+    """A dropdown of every catalogued mistake of the pieces ``hf_model`` runs; below it, the report of ``compare``
+    with that mistake in place of its piece (the other pieces as ``pieces`` has them). For notebook 09's tiny BERT,
+    pass ``transformers.BertForPreTraining`` and ``folder``: then ``mlm_head``'s mistakes are listed too."""
+
+    def __init__(
+        self, pieces: Pieces, hf_model, batch: dict, start=("scaled_dot_product_attention", 0), *, folder=None
+    ):
+        if not isinstance(pieces, Pieces):
+            raise TypeError(f"`pieces` must come from `load_pieces(...)`, got {describe(pieces)}.")
+        self.pretraining = hasattr(hf_model, "cls")  # transformers' BertForPreTraining: its heads under `cls.`
+        options = mistake_options(self.pretraining)
+        if start not in [value for _, value in options]:
+            raise ValueError(f"`start` must be (piece, mistake index) of a catalogued mistake, got {start!r}.")
+        self.pieces, self.hf_model, self.batch, self.folder = pieces, hf_model, batch, folder
+        self.mistake = widgets.Dropdown(
+            options=options, value=start, description="mistake", layout=widgets.Layout(width="760px")
+        )
+        self.drawn: dict = {}
+        self.output = widgets.interactive_output(self._redraw, {"choice": self.mistake})
+        self.widget = widgets.VBox([self.mistake, self.output])
+
+    def _redraw(self, choice) -> None:
+        name, index = choice
+        wrong = registry.EXERCISES[name].mistakes[index]
+        tried = self.pieces.replaced(**{name: wrong.wrong})
+        report = compare(tried, self.hf_model, self.batch, folder=self.folder, pretraining=self.pretraining)
+        text = f"`{name}` written with {wrong.name}, in place:\n\n{report}"
+        figure = report_figure(text)
+        self.drawn = {"piece": name, "mistake": wrong.name, "report": report, "text": text, "figure": figure}
+        plt.show()
+        plt.close(figure)
+
+    def _ipython_display_(self) -> None:
+        display(self.widget)
