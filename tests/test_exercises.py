@@ -2,13 +2,17 @@
 mistakes nobody catalogued still get a useful message, and nothing a learner's function does or
 returns makes a checker raise, hang, print or change the notebook's state."""
 
+import ast
 import dataclasses
+import json
 import math
 import random
+import re
 import sys
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,22 +56,20 @@ COURSE_EXERCISES = {
     "count_parameters",
 }
 
-# The exercises each notebook asks for (the others stay checkable by name).
-NOTEBOOK_EXERCISES = {
-    "01": list(registry.NOTEBOOK_ASKS["01"]),
-    "02": list(registry.NOTEBOOK_ASKS["02"]),
-    "03": list(registry.NOTEBOOK_ASKS["03"]),
-    "04": list(registry.NOTEBOOK_ASKS["04"]),
-    "05": list(registry.NOTEBOOK_ASKS["05"]),
-    "06": list(registry.NOTEBOOK_ASKS["06"]),
-    "07": ["mlm_head", "hf_to_ours", "count_parameters"],
-    "08": list(registry.NOTEBOOK_ASKS["08"]),
-    "09": list(registry.NOTEBOOK_ASKS["09"]),
-    "10": ["classification_logits", "choose_on_dev", "predict_labels"],
-    "11": list(registry.NOTEBOOK_ASKS["11"]),
-    "12": list(registry.NOTEBOOK_ASKS["12"]),
-    "13": list(registry.NOTEBOOK_ASKS["13"]),
-}
+# The exercises each notebook asks for, read from its check cells (the others stay checkable by name).
+NOTEBOOK_FILES = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CHECK_CELL = re.compile(r'^check\("(\w+)", my_\w+\)\s*$', re.M)
+
+
+def asked_by(path: Path) -> list[str]:
+    """The exercise names of the notebook's check cells (``check("name", my_name)``), in order."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [
+        name for cell in cells if cell["cell_type"] == "code" for name in CHECK_CELL.findall("".join(cell["source"]))
+    ]
+
+
+NOTEBOOK_EXERCISES = {path.name[:2]: asked_by(path) for path in NOTEBOOK_FILES}
 NEW_EXERCISES = {name for names in NOTEBOOK_EXERCISES.values() for name in names} - COURSE_EXERCISES
 
 # The mistakes the course promises to recognise, by the name of the function that makes them.
@@ -224,6 +226,44 @@ def wrong_message(name, fn):
 
 def test_registry_holds_every_exercise_of_the_course():
     assert set(NAMES) >= COURSE_EXERCISES | NEW_EXERCISES
+
+
+def test_the_registry_says_what_each_notebook_asks_as_its_check_cells_do():
+    """NOTEBOOK_ASKS is the one list of the exercises a notebook asks for; the notebooks' check cells agree."""
+    assert {number: tuple(names) for number, names in NOTEBOOK_EXERCISES.items() if names} == registry.NOTEBOOK_ASKS
+    assert registry.RETIRED.isdisjoint(name for names in registry.NOTEBOOK_ASKS.values() for name in names)
+
+
+def test_the_registry_collects_every_exercise_its_catalogues_define_in_course_order():
+    """An exercise is written once, as a constant of its catalogue module; the registry finds it there."""
+    exercise_type = type(EXERCISES["layer_norm"])
+    defined = [value for module in registry.CATALOGUES for value in vars(module).values()]
+    defined = [value.name for value in defined if isinstance(value, exercise_type)]
+    assert sorted(defined) == sorted(NAMES), "an exercise defined twice, or one the registry does not collect"
+    numbers = [EXERCISES[name].notebook for name in NAMES]
+    assert numbers == sorted(numbers), "EXERCISES is not in the order of the notebooks"
+
+
+def test_every_function_a_catalogue_defines_is_used():
+    """No dead code in the catalogues: each function a catalogue module defines is named somewhere in the
+    exercises package besides its own definition (as a mistake, a case set, a variant or a helper)."""
+    package = Path(registry.__file__).parent
+    named = set()
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                named.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                named.add(node.attr)
+            elif isinstance(node, ast.ImportFrom):
+                named.update(alias.name for alias in node.names)
+    unused = [
+        f"{module.__name__}.{node.name}"
+        for module in registry.CATALOGUES
+        for node in ast.parse(Path(module.__file__).read_text(encoding="utf-8")).body
+        if isinstance(node, ast.FunctionDef) and node.name not in named
+    ]
+    assert not unused, f"functions no exercise uses: {unused}"
 
 
 @pytest.mark.parametrize("notebook", sorted(NOTEBOOK_EXERCISES))

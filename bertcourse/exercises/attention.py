@@ -25,6 +25,7 @@ from ..attention import (
     stable_softmax,
 )
 from ..masks import padding_mask
+from .diagnosis import equals_one_of
 from .random_inputs import _randn, _weights
 from .records import Case, Exercise, Knob, Mistake
 
@@ -141,16 +142,40 @@ def _linear_no_biases(x, w_q, b_q, w_k, b_k, w_v, b_v):
     return x @ w_q.T, x @ w_k.T, x @ w_v.T
 
 
-def _linear_weight_on_the_left(x, w_q, b_q, w_k, b_k, w_v, b_v):
-    return (w_q @ x.mT).mT + b_q, (w_k @ x.mT).mT + b_k, (w_v @ x.mT).mT + b_v
-
-
 def _linear_biases_swapped(x, w_q, b_q, w_k, b_k, w_v, b_v):
     return x @ w_q.T + b_k, x @ w_k.T + b_q, x @ w_v.T + b_v
 
 
 def _linear_2d_transpose(x, w_q, b_q, w_k, b_k, w_v, b_v):
     return tuple(w @ x.T + b[:, None] for w, b in ((w_q, b_q), (w_k, b_k), (w_v, b_v)))  # (d, seq): x.T
+
+
+def _qkv_linear_explain(case, values, expected):
+    """What each wrong item of the learner's (q, k, v) is, in terms of its layer's weight and bias."""
+    x, *params = case.args
+    said = []
+    for index, name in enumerate(("q", "k", "v")):
+        if index >= len(values) or not isinstance(values[index], torch.Tensor):
+            continue
+        weight, bias = params[2 * index], params[2 * index + 1]
+        found = equals_one_of(
+            values[index],
+            expected[index],
+            (
+                (f"x @ w_{name}.T *minus* b_{name}: nn.Linear adds its bias", lambda w=weight, b=bias: x @ w.T - b),
+                (
+                    f"(x + b_{name}) @ w_{name}.T: the bias is added after the product",
+                    lambda w=weight, b=bias: (x + b[: x.shape[-1]]) @ w.T if b.shape[0] == x.shape[-1] else None,
+                ),
+                (
+                    f"x @ w_{name}.T + b_{name}, divided by √d_k: the scaling belongs to the scores, not here",
+                    lambda w=weight, b=bias: (x @ w.T + b) / math.sqrt(params[0].shape[0]),
+                ),
+            ),
+        )
+        if found:
+            said.append(f"`{name}`: {found[len('It equals ') :]}")
+    return " ".join(said) or None
 
 
 QKV_FROM_LINEAR = Exercise(
@@ -163,6 +188,7 @@ QKV_FROM_LINEAR = Exercise(
     make_cases=_linear_cases,
     outputs=("q", "k", "v"),
     axes={name: ("token rows", "feature columns") for name in ("q", "k", "v")},
+    explain_outputs=_qkv_linear_explain,
     notebook="01",
     mistakes=(
         Mistake(

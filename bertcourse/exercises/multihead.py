@@ -52,11 +52,6 @@ def _split_sequence_axis(x, num_heads):
     return x.reshape(batch, num_heads, seq // num_heads, d_model)
 
 
-def _split_reshape_then_transpose(x, num_heads):
-    batch, seq, d_model = x.shape
-    return x.reshape(batch, num_heads, seq, d_model // num_heads).transpose(2, 3)
-
-
 def _split_transpose_wrong_axes(x, num_heads):
     batch, seq, d_model = x.shape
     return x.view(batch, seq, num_heads, d_model // num_heads).transpose(1, 3)

@@ -5,8 +5,9 @@ the reference's core; ``prompt`` says what the learner's function receives and r
 ``progress`` lists every exercise checked in this kernel with its latest verdict. An unknown name
 raises ``ValueError``: that is the notebook author's error, not the learner's.
 
-Each later part of the course adds its catalogue module here: one import and its exercises in
-``EXERCISES``, in course order.
+An exercise is written in one place: its ``Exercise`` constant in the catalogue module of its concept.
+``EXERCISES`` collects every catalogue's constants (a new part of the course adds its module to
+``CATALOGUES``), and the tests derive their lists from it and from the notebooks' check cells.
 """
 
 from __future__ import annotations
@@ -34,66 +35,33 @@ from .diagnosis import first_line, kind
 from .engine import run_check
 from .records import CORRECT, NOT_ATTEMPTED, WRONG, CheckResult, Exercise, Listing
 
+# The catalogue modules, one per concept. Each defines its exercises as module constants; nothing else lists them.
+CATALOGUES = (
+    attention,
+    masks,
+    positional,
+    multihead,
+    layernorm_ffn,
+    bert,
+    inside,
+    pretraining,
+    finetuning,
+    long_inputs,
+    precision,
+    capstone,
+)
+
+
+def _defined_in(module) -> list[Exercise]:
+    """The exercises ``module`` defines, in the order it defines them."""
+    return [value for value in vars(module).values() if isinstance(value, Exercise)]
+
+
+# Every exercise in course order: by notebook, then in the order its catalogue defines them.
 EXERCISES: dict[str, Exercise] = {
     exercise.name: exercise
-    for exercise in (
-        attention.QKV_PROJECTION,
-        attention.QKV_FROM_LINEAR,
-        attention.LINEAR_SCORES,
-        attention.ATTENTION_SCORES,
-        attention.SCALED_DOT_PRODUCT_ATTENTION,
-        attention.FLEXIBLE_ATTENTION,
-        attention.STABLE_SOFTMAX,
-        masks.PADDING_MASK,
-        masks.CAUSAL_MASK,
-        masks.MASKED_SOFTMAX,
-        masks.KEY_PADDING_MASK,
-        masks.MASK_FROM_TORCH,
-        positional.SINUSOIDAL_POSITION_ENCODING,
-        positional.SINUSOIDAL_POSITIONS,
-        positional.ALIBI_BIAS,
-        multihead.SPLIT_HEADS,
-        multihead.MERGE_HEADS,
-        multihead.SPLIT_FUSED_QKV,
-        multihead.MULTI_HEAD_ATTENTION,
-        multihead.TORCH_MULTI_HEAD_ATTENTION,
-        layernorm_ffn.LAYER_NORM,
-        layernorm_ffn.FEED_FORWARD,
-        layernorm_ffn.POST_LN_LAYER,
-        layernorm_ffn.PRE_LN_LAYER,
-        layernorm_ffn.PARALLEL_LAYER,
-        layernorm_ffn.PRE_LN_STACK,
-        bert.BERT_EMBEDDINGS,
-        bert.MLM_HEAD,
-        bert.HF_TO_OURS,
-        bert.COUNT_PARAMETERS,
-        inside.ROLE_SCORE,
-        inside.ATTENTION_ROLLOUT,
-        inside.MEAN_POOLING,
-        inside.WORD_PIECE_TARGETS,
-        inside.VALUE_WEIGHTED_NORMS,
-        pretraining.MLM_CORRUPT,
-        pretraining.TRUNCATE_PAIR,
-        pretraining.MLM_ACCURACY,
-        pretraining.MASKED_ONLY_ACCURACY,
-        pretraining.LR_MULTIPLIER,
-        pretraining.WHOLE_WORD_MASK,
-        finetuning.CLASSIFICATION_LOGITS,
-        finetuning.CHOOSE_ON_DEV,
-        finetuning.PREDICT_LABELS,
-        finetuning.ALIGN_WORD_LABELS,
-        finetuning.BEST_SPAN,
-        long_inputs.WINDOW_SPANS,
-        long_inputs.MERGE_SOFTMAX_BLOCKS,
-        long_inputs.LOCAL_GLOBAL_MASK,
-        long_inputs.AVERAGE_TOKEN_OUTPUTS,
-        long_inputs.LONGFORMER_MASK,
-        precision.AVERAGE_GRADIENTS,
-        precision.SCALER_UPDATE,
-        precision.GLOBAL_MEAN_LOSS,
-        precision.SAFE_LOSS_SCALE,
-        capstone.FIRST_DIFFERENCE,
-        capstone.RELATIVE_ERROR_BY_LAYER,
+    for exercise in sorted(
+        (exercise for module in CATALOGUES for exercise in _defined_in(module)), key=lambda e: e.notebook
     )
 }
 
@@ -122,7 +90,7 @@ RETIRED = frozenset(
         "pre_ln_layer",
     }
 )
-# The exercises a reworked notebook asks for, in its order (its check cells name these).
+# The exercises each notebook asks for, in its order: its check cells name exactly these (a test reads them).
 NOTEBOOK_ASKS = {
     "01": ("linear_scores", "attention_scores"),
     "02": ("flexible_attention", "stable_softmax"),
@@ -130,8 +98,10 @@ NOTEBOOK_ASKS = {
     "04": ("sinusoidal_positions", "alibi_bias"),
     "05": ("split_fused_qkv", "torch_multi_head_attention"),
     "06": ("parallel_layer", "pre_ln_stack"),
+    "07": ("mlm_head", "hf_to_ours", "count_parameters"),
     "08": ("word_piece_targets", "value_weighted_norms"),
     "09": ("masked_only_accuracy", "lr_multiplier", "whole_word_mask"),
+    "10": ("classification_logits", "choose_on_dev", "predict_labels"),
     "11": ("average_token_outputs", "merge_softmax_blocks", "longformer_mask"),
     "12": ("global_mean_loss", "safe_loss_scale"),
     "13": ("first_difference", "relative_error_by_layer"),
