@@ -1153,6 +1153,201 @@ def _alibi_by_loops(num_heads, seq_len):
 RIGHT["alibi_bias"] = [_alibi, _alibi_by_loops]
 
 
+# --- 01, 03, 05, 06, 07: the exercises no notebook asks for now, answers outside the catalogue -------------
+
+
+def _lin(x, w, b):
+    return x @ w.T + b
+
+
+WRONG["qkv_from_linear"] = [
+    (
+        "float32 on a float16 input",
+        lambda x, wq, bq, wk, bk, wv, bv: tuple(
+            _lin(x.float(), w.float(), b.float()) for w, b in ((wq, bq), (wk, bk), (wv, bv))
+        ),
+        r"`q` has the right values but dtype torch.float32; expected torch.float16",
+    ),
+    (
+        "the biases subtracted",
+        lambda x, wq, bq, wk, bk, wv, bv: (x @ wq.T - bq, x @ wk.T - bk, x @ wv.T - bv),
+        r"`q`: x @ w_q.T \*minus\* b_q",
+    ),
+    (
+        "v from the key layer",
+        lambda x, wq, bq, wk, bk, wv, bv: (_lin(x, wq, bq), _lin(x, wk, bk), _lin(x, wk, bk)),
+        r"It equals the right `k`: the same part taken twice",
+    ),
+    (
+        "q scaled by 1/sqrt(d_k)",
+        lambda x, wq, bq, wk, bk, wv, bv: (_lin(x, wq, bq) / math.sqrt(wq.shape[0]), _lin(x, wk, bk), _lin(x, wv, bv)),
+        r"divided by √d_k: the scaling belongs to the scores",
+    ),
+    (
+        "one fused tensor",
+        lambda x, wq, bq, wk, bk, wv, bv: torch.cat([_lin(x, wq, bq), _lin(x, wk, bk), _lin(x, wv, bv)], -1),
+        r"returned a Tensor; expected a tuple \(q, k, v\)",
+    ),
+]
+RIGHT["qkv_from_linear"] = [
+    lambda x, wq, bq, wk, bk, wv, bv: tuple(F.linear(x, w, b) for w, b in ((wq, bq), (wk, bk), (wv, bv))),
+    lambda x, wq, bq, wk, bk, wv, bv: tuple(
+        torch.addmm(b, x.reshape(-1, x.shape[-1]), w.T).reshape(*x.shape[:-1], -1)
+        for w, b in ((wq, bq), (wk, bk), (wv, bv))
+    ),
+    lambda x, wq, bq, wk, bk, wv, bv: [_lin(x, wq, bq), _lin(x, wk, bk), _lin(x, wv, bv)],  # a list passes too
+]
+RIGHT["qkv_projection"] = [
+    lambda x, a, b, c: tuple(torch.einsum("...sd,de->...se", x, w) for w in (a, b, c)),
+    lambda x, a, b, c: tuple(torch.matmul(x, w) for w in (a, b, c)),
+]
+WRONG["causal_mask"] = [
+    ("a Python list", lambda n: [[j <= i for j in range(n)] for i in range(n)], r"is a list; expected a torch.Tensor"),
+    ("one row", lambda n: torch.ones(n, dtype=torch.bool), r"shape \(4,\); expected \(4, 4\)"),
+    ("int8", lambda n: torch.ones(n, n).tril().to(torch.int8), r"dtype torch.int8; a mask must be boolean"),
+    (
+        "one token too many",
+        lambda n: torch.ones(n + 1, n + 1, dtype=torch.bool).tril(),
+        r"shape \(5, 5\); expected \(4, 4\)",
+    ),
+]
+RIGHT["causal_mask"] = [
+    lambda n: torch.arange(n)[None, :] <= torch.arange(n)[:, None],
+    lambda n: ~torch.ones(n, n, dtype=torch.bool).triu(1),
+]
+RIGHT["sinusoidal_position_encoding"] = [
+    lambda n, d: torch.stack(
+        [
+            torch.sin(torch.arange(n)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)),
+            torch.cos(torch.arange(n)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)),
+        ],
+        dim=-1,
+    ).flatten(-2)[:, :d],
+    lambda n, d: torch.tensor(
+        [
+            [
+                math.sin(p / 10000 ** (2 * (i // 2) / d)) if i % 2 == 0 else math.cos(p / 10000 ** (2 * (i // 2) / d))
+                for i in range(d)
+            ]
+            for p in range(n)
+        ]
+    ),
+]
+WRONG["merge_heads"] = [
+    ("the heads on an axis of their own", lambda x: x.transpose(1, 2), r"shape \(2, 5, 3, 4\); expected \(2, 5, 12\)"),
+    ("the last two axes flattened", lambda x: x.flatten(-2), r"shape \(2, 3, 20\); expected \(2, 5, 12\)"),
+]
+RIGHT["merge_heads"] = [
+    lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1),
+    lambda x: torch.cat(x.unbind(1), -1),
+]
+
+
+def _layer_norm(x, w, b, eps=1e-12):
+    m = x.mean(-1, keepdim=True)
+    return (x - m) / torch.sqrt(((x - m) ** 2).mean(-1, keepdim=True) + eps) * w + b
+
+
+WRONG["layer_norm"] = [
+    (
+        "the mean absolute deviation",
+        lambda x, w, b, eps=1e-12: (
+            (x - x.mean(-1, True)) / torch.sqrt((x - x.mean(-1, True)).abs().mean(-1, True) + eps) * w + b
+        ),
+        r"the variance is the mean of the \*squared\* deviations",
+    ),
+    (
+        "weight before normalising",
+        lambda x, w, b, eps=1e-12: _layer_norm(x * w, torch.ones_like(w), b, eps),
+        r"the LayerNorm of x \* weight, plus bias",
+    ),
+    ("the bias subtracted", lambda x, w, b, eps=1e-12: _layer_norm(x, w, -b, eps), r"weight \*minus\* bias"),
+    (
+        "float64",
+        lambda x, w, b, eps=1e-12: _layer_norm(x.double(), w.double(), b.double(), eps),
+        r"dtype torch.float64; expected torch.float32",
+    ),
+    (
+        "RMSNorm",
+        lambda x, w, b, eps=1e-12: x / torch.sqrt((x * x).mean(-1, True) + eps) * w + b,
+        r"RMSNorm: LayerNorm subtracts each row's mean first",
+    ),
+]
+RIGHT["layer_norm"] = [
+    _layer_norm,
+    lambda x, w, b, eps=1e-12: (
+        (x - x.mean(-1, True)) * torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * w + b
+    ),
+]
+WRONG["feed_forward"] = [
+    (
+        "GELU of the input",
+        lambda x, w1, b1, w2, b2: (F.gelu(x) @ w1 + b1) @ w2 + b2,
+        r"GELU applied to the input before the first linear map",
+    ),
+    (
+        "b1 after the activation",
+        lambda x, w1, b1, w2, b2: (F.gelu(x @ w1) + b1) @ w2 + b2,
+        r"b1 added after the activation",
+    ),
+    (
+        "float64",
+        lambda x, w1, b1, w2, b2: F.gelu(x.double() @ w1.double() + b1.double()) @ w2.double() + b2.double(),
+        r"dtype torch.float64; expected torch.float32",
+    ),
+    ("the hidden layer returned", lambda x, w1, b1, w2, b2: F.gelu(x @ w1 + b1), r"shape \(5, 24\); expected \(5, 6\)"),
+]
+RIGHT["feed_forward"] = [
+    lambda x, w1, b1, w2, b2: F.linear(F.gelu(F.linear(x, w1.T, b1)), w2.T, b2),
+    lambda x, w1, b1, w2, b2: (lambda h: 0.5 * h * (1 + torch.erf(h / math.sqrt(2))))(x @ w1 + b1) @ w2 + b2,
+]
+RIGHT["post_ln_layer"] = [
+    lambda x, a, f, g1, b1, g2, b2, eps=1e-12: (lambda h: F.layer_norm(h + f(h), h.shape[-1:], g2, b2, eps))(
+        F.layer_norm(x + a(x), x.shape[-1:], g1, b1, eps)
+    ),
+    lambda x, a, f, g1, b1, g2, b2, eps=1e-12: (lambda h: bc.layer_norm(torch.add(h, f(h)), g2, b2, eps))(
+        bc.layer_norm(torch.add(x, a(x)), g1, b1, eps)
+    ),
+]
+
+
+def _mlm_by_functional(h, dw, db, lw, lb, we, dbias, eps=1e-12):
+    t = F.gelu(F.linear(h, dw, db))
+    return F.layer_norm(t, t.shape[-1:], lw, lb, eps) @ we.T + dbias
+
+
+RIGHT["mlm_head"].append(_mlm_by_functional)
+
+
+def _rename_by_regex(key, prefixed=False):
+    """The same renaming as one regular expression per name family, the layer number captured."""
+    key = re.sub(r"^bert\.", "", key)
+    key = re.sub(r"\.gamma$", ".weight", re.sub(r"\.beta$", ".bias", key))
+    if key == "embeddings.position_ids" or key.startswith("cls.predictions.decoder."):
+        return None
+    rules = (
+        (r"^embeddings\.LayerNorm\.", "embeddings.layer_norm."),
+        (r"^encoder\.layer\.(\d+)\.attention\.self\.", r"encoder.layers.\1.attention."),
+        (r"^encoder\.layer\.(\d+)\.attention\.output\.dense\.", r"encoder.layers.\1.attention.output."),
+        (r"^encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.", r"encoder.layers.\1.attention_norm."),
+        (r"^encoder\.layer\.(\d+)\.intermediate\.dense\.", r"encoder.layers.\1.feed_forward.intermediate."),
+        (r"^encoder\.layer\.(\d+)\.output\.dense\.", r"encoder.layers.\1.feed_forward.output."),
+        (r"^encoder\.layer\.(\d+)\.output\.LayerNorm\.", r"encoder.layers.\1.output_norm."),
+        (r"^cls\.predictions\.transform\.dense\.", "mlm.dense."),
+        (r"^cls\.predictions\.transform\.LayerNorm\.", "mlm.layer_norm."),
+        (r"^cls\.predictions\.bias$", "mlm.bias"),
+        (r"^cls\.seq_relationship\.", "nsp."),
+    )
+    for pattern, replacement in rules:
+        key, count = re.subn(pattern, replacement, key)
+        if count:
+            break
+    return "bert." + key if prefixed and not key.startswith(("mlm.", "nsp.")) else key
+
+
+RIGHT["hf_to_ours"].append(_rename_by_regex)
+
+
 # --- the tests ------------------------------------------------------------------------------------
 
 REWORKED = (

@@ -344,7 +344,7 @@ def case_problem(exercise: Exercise, case: Case, outcome: Outcome, expected) -> 
         ]
         text = "\n".join(problem for problem in problems if problem) or None
         if text and exercise.explain_outputs is not None:
-            extra = exercise.explain_outputs(case, value, expected)
+            extra = _explained(exercise.explain_outputs, case, value, expected)
             if extra:
                 text = f"{text}\n{extra}"
         return text
@@ -369,10 +369,20 @@ def _item_problem(exercise: Exercise, case: Case, subject: str, value, expected,
     else:
         problem = diagnosis.text_problem(subject, value, expected)
     if problem and exercise.explain is not None:
-        extra = exercise.explain(case, value, expected)
+        extra = _explained(exercise.explain, case, value, expected)
         if extra:
             problem = f"{problem} {extra}"
     return problem
+
+
+def _explained(explain, case: Case, value, expected) -> str | None:
+    """What an exercise's ``explain`` says of a wrong output; None if it cannot read that output (a tensor on
+    another device, a sparse one, a subclass): the message already says what is wrong with it."""
+    try:
+        with fixed_state():
+            return explain(case, value, expected)
+    except Exception:
+        return None
 
 
 def _reordered(exercise: Exercise, case: Case, value, expected) -> list[str] | None:

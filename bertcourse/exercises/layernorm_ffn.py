@@ -24,6 +24,7 @@ from ..feedforward import feed_forward, gelu
 from ..layernorm import layer_norm
 from ..masks import padding_mask
 from ..multihead import multi_head_attention
+from .diagnosis import equals_one_of
 from .random_inputs import _ln_params, _randn, _weights
 from .records import Case, Exercise, Knob, Mistake
 
@@ -153,6 +154,56 @@ _LAYER_NORM_KNOBS = (
 )
 
 
+def _layer_norm_explain(case, value, expected):
+    """Another normalisation the learner's output is, or else what its rows are once bias and weight are undone."""
+    x, weight, bias, *rest = case.args
+    eps = rest[0] if rest else 1e-12
+    centred = x - x.mean(dim=-1, keepdim=True)
+    said = equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "x / sqrt(mean(x²) + eps) * weight + bias, RMSNorm: LayerNorm subtracts each row's mean first",
+                lambda: x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps) * weight + bias,
+            ),
+            (
+                "the centred x divided by its mean absolute deviation: divide by sqrt(variance + eps), the variance "
+                "being the mean of the *squared* deviations",
+                lambda: centred / (centred.abs().mean(-1, True) + eps) * weight + bias,
+            ),
+            (
+                "the centred x divided by sqrt(mean |x - mean| + eps): the variance is the mean of the *squared* "
+                "deviations",
+                lambda: centred / torch.sqrt(centred.abs().mean(-1, True) + eps) * weight + bias,
+            ),
+            (
+                "the LayerNorm of x * weight, plus bias: normalise first, then scale by weight",
+                lambda: _ln(x * weight, None, None, eps) + bias,
+            ),
+            ("the normalised x times weight *minus* bias: add bias", lambda: _ln(x, weight, -bias, eps)),
+        ),
+    )
+    plain = isinstance(value, torch.Tensor) and value.layout == torch.strided and value.device.type == "cpu"
+    if said or not plain or value.shape != expected.shape or not value.is_floating_point() or bool((weight == 0).any()):
+        return said
+    undone = (value.double() - bias) / weight  # what was normalised, if weight and bias came last
+    mean, var = undone.mean(dim=-1), undone.var(dim=-1, unbiased=False)
+    if float(mean.abs().max()) > 1e-3:
+        return (
+            f"Undoing bias and weight, your rows have means up to {float(mean.abs().max()):.3g}, not 0: LayerNorm "
+            "subtracts each vector's own mean, over its last axis."
+        )
+    target = x.double().var(dim=-1, unbiased=False) / (x.double().var(dim=-1, unbiased=False) + eps)
+    if not torch.allclose(var, target, atol=1e-3, rtol=1e-3):
+        return (
+            f"Undoing bias and weight, your rows have mean 0 but variances {float(var.min()):.3g} to "
+            f"{float(var.max()):.3g}, where LayerNorm's are var / (var + eps), about 1: divide by "
+            "sqrt(biased variance + eps)."
+        )
+    return None
+
+
 LAYER_NORM = Exercise(
     name="layer_norm",
     reference=layer_norm,
@@ -164,6 +215,7 @@ LAYER_NORM = Exercise(
     knobs=_LAYER_NORM_KNOBS,
     variant=_layer_norm_variant,
     axes={"": ("token rows", "feature columns")},
+    explain=_layer_norm_explain,
     notebook="06",
     mistakes=(
         Mistake(
@@ -236,6 +288,11 @@ def _ffn_cases(g):
             ),
             ("square",),
         ),
+        Case(
+            "random square weights, d_model = d_ff = 6: a square case that is no identity",
+            (_randn(g, 4, 6), *_ffn_params(g, 6, 6)),
+            ("square",),
+        ),
     ]
 
 
@@ -278,6 +335,7 @@ def _ffn_variant(settings, x, w1, b1, w2, b2):
         "relu": torch.relu,
         "tanh gelu": lambda h: F.gelu(h, approximate="tanh"),
         "sigmoid": torch.sigmoid,
+        "silu": F.silu,
         "none": lambda h: h,
     }[settings["activation"]]
     first = x @ w1 + (b1 if settings["b1"] else 0.0)
@@ -298,6 +356,7 @@ _FFN_KNOBS = (
             ("relu", "ReLU instead of GELU", "BERT uses the exact GELU, `F.gelu`."),
             ("tanh gelu", "GELU's tanh approximation", "use the exact (erf) GELU, without `approximate='tanh'`."),
             ("sigmoid", "a sigmoid instead of GELU", "the activation is GELU, x·Φ(x), not a sigmoid."),
+            ("silu", "SiLU (x·sigmoid(x)) instead of GELU", "BERT's activation is GELU, x·Φ(x) with Φ the normal CDF."),
             ("none", "no activation", "put GELU between the two linear maps."),
         ),
     ),
@@ -315,6 +374,31 @@ _FFN_KNOBS = (
 )
 
 
+def _ffn_explain(case, value, expected):
+    """Which other arrangement of the block the learner's output is."""
+    x, w1, b1, w2, b2 = case.args
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "GELU applied to the input before the first linear map: it goes between the two maps, "
+                "`GELU(x @ w1 + b1) @ w2 + b2`",
+                lambda: (gelu(x) @ w1 + b1) @ w2 + b2,
+            ),
+            (
+                "b1 added after the activation: it belongs inside, `GELU(x @ w1 + b1)`",
+                lambda: (gelu(x @ w1) + b1) @ w2 + b2,
+            ),
+            (
+                "the activation after the second map instead of between the two: `GELU(x @ w1 + b1) @ w2 + b2`",
+                lambda: gelu((x @ w1 + b1) @ w2 + b2),
+            ),
+            ("the block with b2 added twice: add it once, after `@ w2`", lambda: gelu(x @ w1 + b1) @ w2 + 2 * b2),
+        ),
+    )
+
+
 FEED_FORWARD = Exercise(
     name="feed_forward",
     reference=feed_forward,
@@ -326,6 +410,7 @@ FEED_FORWARD = Exercise(
     knobs=_FFN_KNOBS,
     variant=_ffn_variant,
     axes={"": ("token rows", "feature columns")},
+    explain=_ffn_explain,
     notebook="06",
     mistakes=(
         Mistake(
