@@ -68,6 +68,7 @@ SPECIFIC = (
     "bias from query 0 to keys",
     "Inside your layer",
     "It equals ",
+    "by the same vector on every token",
 )
 
 
@@ -620,7 +621,6 @@ def _slopes(h):
 # The answers whose message is only generic ("wrong values, the largest difference is ..."): the
 # engine's blind spots, kept in view. An answer that moves in or out of this set fails its test.
 GENERIC = {
-    "qkv_from_linear:bias added before the product",
     "qkv_from_linear:torch.nn.Linear built inside with fresh weights",
     "padding_mask:every row as long as the longest",
     "bert_embeddings:positions from the last row",
