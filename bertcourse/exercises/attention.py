@@ -412,12 +412,21 @@ LINEAR_SCORES = Exercise(
 def _scores_cases(g):
     return [
         Case("one sentence: 4 queries, 6 keys, d_k 8", (_randn(g, 4, 8), _randn(g, 6, 8)), ("non-square",)),
-        Case("batch of 2, 3 heads", (_randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 6, 8)), ("batched", "non-square")),
+        Case(
+            "batch of 2, 3 heads",
+            heads := (_randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 6, 8)),
+            ("batched", "non-square"),
+        ),
         Case("square: 5 queries, 5 keys, d_k 5", (_randn(g, 2, 5, 5), _randn(g, 2, 5, 5)), ("batched", "square")),
         Case(
             "a cube: batch of 3, 3 queries, 3 keys, d_k 3 (every axis swap runs)",
             (_randn(g, 3, 3, 3), _randn(g, 3, 3, 3)),
             ("batched", "square"),
+        ),
+        Case(
+            "the batch of 2, 3 heads in float16 (the scores stay float16)",
+            tuple(t.half() for t in heads),
+            ("batched", "non-square", "float16"),
         ),
     ]
 
