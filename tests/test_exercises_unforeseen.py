@@ -68,7 +68,8 @@ SPECIFIC = (
     "bias from query 0 to keys",
     "Inside your layer",
     "It equals ",
-    "by the same vector on every token",
+    "differ from the right ones by the same vector",
+    "is a sentence of length",
 )
 
 
@@ -622,9 +623,7 @@ def _slopes(h):
 # engine's blind spots, kept in view. An answer that moves in or out of this set fails its test.
 GENERIC = {
     "qkv_from_linear:torch.nn.Linear built inside with fresh weights",
-    "padding_mask:every row as long as the longest",
     "bert_embeddings:positions from the last row",
-    "mlm_head:the decoder bias added before the decoder",
     "hf_to_ours:dots replaced by underscores",
     "feed_forward:GELU with erf(h / 2) for erf(h / √2)",  # the block is right but for its activation's constant
     # The summary once named the kind of case these fail on; no pair of cases varies that kind alone (the

@@ -582,6 +582,7 @@ def _numbers_problem(exercise, case: Case, subject: str, value: torch.Tensor, ex
         or _scaled_per_slice(v, e, axes)
         or _dropout(v, e)
         or _offset(v, e)
+        or _row_offset(v, e, axes)
         or _rearranged(v, e, axes, atol=atol, rtol=rtol)
         or _shuffled(v, e)
         or _not_a_distribution(v, e)
@@ -811,6 +812,20 @@ def _offset(v: torch.Tensor, e: torch.Tensor) -> str | None:
     if abs(constant) < 1e-6 or not _near(shift, torch.full_like(shift, constant)):
         return None
     return f"It is the right answer plus {constant:.4g} everywhere: an offset or a bias is off."
+
+
+def _row_offset(v: torch.Tensor, e: torch.Tensor, axes) -> str | None:
+    """The learner's output is the right one plus the same vector on every row (a bias gone wrong)."""
+    if v.dim() < 2 or v.shape[-1] < 2 or v.numel() // v.shape[-1] < 2:
+        return None
+    shift = (v - e).reshape(-1, v.shape[-1])  # one row per token (and batch item)
+    if float(shift.abs().max()) < 1e-5 or not _near(shift, shift[:1].expand_as(shift), atol=1e-4):
+        return None
+    rows = _axis_name(v.dim() - 2, v.dim(), axes)
+    return (
+        f"All your {rows} differ from the right ones by the same vector: what is added last (a bias) is wrong, "
+        "the rest is right."
+    )
 
 
 def _rearranged(v: torch.Tensor, e: torch.Tensor, axes, atol: float = 0.0, rtol: float = 0.0) -> str | None:

@@ -75,6 +75,25 @@ def _padding_default_max_len_plus_one(lengths, max_len=None):
     return torch.arange(max_len)[None, :] < lengths[:, None]
 
 
+def _padding_explain(case, value, expected):
+    """The first wrong row: its length, where it should be True, and where the learner's is."""
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool or value.shape != expected.shape:
+        return None
+    if value.dim() != 2:
+        return None
+    wrong = (value != expected).any(dim=-1).nonzero()
+    if not len(wrong):
+        return None
+    row = int(wrong[0, 0])
+    length = int(expected[row].sum())
+    mine = [int(i) for i in value[row].nonzero()[:, 0]]
+    shown = ", ".join(map(str, mine)) if mine else "no position"
+    return (
+        f"Row {row} is a sentence of length {length}: True at positions 0 to {length - 1} only; yours is True at "
+        f"{shown}."
+    )
+
+
 PADDING_MASK = Exercise(
     name="padding_mask",
     reference=padding_mask,
@@ -84,6 +103,7 @@ PADDING_MASK = Exercise(
     start="compare every position 0, 1, ..., max_len - 1 with every sentence's length, by broadcasting.",
     make_cases=_padding_cases,
     axes={"": ("sentence rows", "position columns")},
+    explain=_padding_explain,
     notebook="03",
     mistakes=(
         Mistake(
