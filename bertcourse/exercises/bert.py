@@ -23,7 +23,7 @@ from ..heads import mlm_head
 from ..layernorm import layer_norm
 from ..positional import sinusoidal_position_encoding
 from ..weights import hf_to_ours
-from .diagnosis import is_int
+from .diagnosis import equals_one_of, is_int
 from .random_inputs import _ln_params, _randn
 from .records import Case, Exercise, Knob, Mistake
 
@@ -221,6 +221,32 @@ _EMBEDDINGS_KNOBS = (
 )
 
 
+def _embeddings_explain(case, value, expected):
+    """Which other reading of the position table the learner's output is."""
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, *rest = case.args
+    eps = rest[0] if rest else 1e-12
+    seq = input_ids.shape[-1]
+
+    def embed(positions):
+        return layer_norm(word[input_ids] + positions + token_type[token_type_ids], ln_weight, ln_bias, eps)
+
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                f"the embeddings with the *last* {seq} rows of the position table: position i is row i, "
+                f"`position_embeddings[:{seq}]`",
+                lambda: embed(position[-seq:]),
+            ),
+            (
+                "the embeddings with the positions counted from 1: the first token is position 0",
+                lambda: embed(position[1 : seq + 1]),
+            ),
+        ),
+    )
+
+
 BERT_EMBEDDINGS = Exercise(
     name="bert_embeddings",
     reference=bert_embeddings,
@@ -234,6 +260,7 @@ BERT_EMBEDDINGS = Exercise(
     start="one row of the word table per token id, first.",
     make_cases=_embedding_cases,
     axes={"": ("batch", "token rows", "feature columns")},
+    explain=_embeddings_explain,
     notebook="07",
     mistakes=(
         Mistake(

@@ -182,6 +182,16 @@ def _layer_norm_explain(case, value, expected):
                 lambda: _ln(x * weight, None, None, eps) + bias,
             ),
             ("the normalised x times weight *minus* bias: add bias", lambda: _ln(x, weight, -bias, eps)),
+            *(
+                [
+                    (
+                        "the LayerNorm with PyTorch's eps 1e-5: `eps` is left out here, and its default is 1e-12",
+                        lambda: _ln(x, weight, bias, 1e-5),
+                    )
+                ]
+                if not rest
+                else []
+            ),
         ),
     )
     plain = isinstance(value, torch.Tensor) and value.layout == torch.strided and value.device.type == "cpu"
