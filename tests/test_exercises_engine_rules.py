@@ -514,3 +514,12 @@ def test_a_wrong_layer_is_told_how_often_it_called_each_sub_layer_and_on_what():
 def parallel_averaged(x, attention, feed_forward, weight, bias, eps=1e-12):
     n = bc.layer_norm(x, weight, bias, eps)
     return x + (attention(n) + feed_forward(n)) / 2  # the right calls, their outputs averaged
+
+
+def test_a_random_answer_is_told_it_changes_with_the_seed():
+    def noisy(x, w, b, eps=1e-12):
+        return F.layer_norm(x, x.shape[-1:], w, b, eps) + 0.01 * torch.rand_like(x)
+
+    assert "gives other numbers when the random generator is seeded otherwise" in check("layer_norm", noisy).message
+    shifted = check("layer_norm", lambda x, w, b, eps=1e-12: F.layer_norm(x, x.shape[-1:], w, b, eps) * 1.37 + 0.1)
+    assert "seeded otherwise" not in shifted.message  # a wrong answer that draws nothing is not called random

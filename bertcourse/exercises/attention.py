@@ -356,6 +356,26 @@ def _ls_keys_times_queries(x, w_q, b_q, w_k, b_k):
     return (x @ w_k.T + b_k) @ (x @ w_q.T + b_q).transpose(-2, -1)
 
 
+def _linear_scores_explain(case, value, expected):
+    """Which other score the learner's is: minus a squared distance, or the biases' product added afterwards."""
+    x, w_q, b_q, w_k, b_k = case.args
+    q, k = x @ w_q.T + b_q, x @ w_k.T + b_k
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "minus the squared distance between each query and key: the score is their dot product, `q @ k.mT`",
+                lambda: -((q[..., :, None, :] - k[..., None, :, :]) ** 2).sum(-1),
+            ),
+            (
+                "(x @ w_q.T) @ (x @ w_k.T).mT plus b_q · b_k: each bias is added to its projection before the product",
+                lambda: (x @ w_q.T) @ (x @ w_k.T).mT + b_q @ b_k,
+            ),
+        ),
+    )
+
+
 LINEAR_SCORES = Exercise(
     name="linear_scores",
     reference=linear_scores,
@@ -369,6 +389,7 @@ LINEAR_SCORES = Exercise(
     knobs=_LINEAR_SCORES_KNOBS,
     variant=_linear_scores_variant,
     axes={"": ("query rows", "key columns")},
+    explain=_linear_scores_explain,
     notebook="01",
     mistakes=(
         Mistake(

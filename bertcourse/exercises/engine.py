@@ -194,6 +194,11 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
     inside = _calls_note(exercise, fn, case, names)
     if inside:
         lines.append(inside)
+    if _random(exercise, fn, case, names, learner[index]):
+        lines.append(
+            "Your function gives other numbers when the random generator is seeded otherwise: something in it is "
+            "random (dropout left on, `torch.rand`?), and the exercise's answer is not."
+        )
     summary = diagnosis.cases_summary(cases, [problem is not None for problem in problems], names, exercise.reference)
     if summary:
         lines.append(summary)
@@ -203,6 +208,25 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
             "for code you write yourself."
         )
     return CheckResult(exercise.name, WRONG, "\n".join(lines))
+
+
+def _random(exercise: Exercise, fn, case: Case, names: list[str], first: Outcome) -> bool:
+    """True when the learner's output on ``case`` changes with the seed of the random generators (the reference's
+    never does: the check seeds every call the same, so a random answer would otherwise look merely wrong)."""
+    if first.error is not None:
+        return False
+    saved = sandbox._SEED
+    try:
+        sandbox._SEED = saved + 1
+        again = call(fn, case.args, names)
+    finally:
+        sandbox._SEED = saved
+    if again.error is not None:
+        return False
+    try:
+        return not _same_output(exercise, case, again.value, first.value, first.value)
+    except Exception:
+        return False
 
 
 class _Recorder:
@@ -227,9 +251,23 @@ def _calls_note(exercise: Exercise, fn, case: Case, names: list[str]) -> str | N
         return None
     recorders = {}
     args = list(case.args)
+
+    def plain_function(value) -> bool:
+        return callable(value) and not isinstance(value, (torch.Tensor, torch.nn.Module, type))
+
     for index, argument in enumerate(args):
-        if callable(argument) and not isinstance(argument, (torch.Tensor, torch.nn.Module, type)):
+        if plain_function(argument):
             recorders[names[index]] = args[index] = _Recorder(argument)
+        elif isinstance(argument, list) and all(isinstance(item, tuple) for item in argument):
+            rows = []  # a list of tuples that hold functions (a stack's layers): each function recorded
+            for i, item in enumerate(argument):
+                row = []
+                for j, part in enumerate(item):
+                    if plain_function(part):
+                        part = recorders[f"{names[index]}[{i}][{j}]"] = _Recorder(part)
+                    row.append(part)
+                rows.append(tuple(row))
+            args[index] = rows
     if not recorders:
         return None
     outcome = call(fn, tuple(args), names)

@@ -653,6 +653,56 @@ def _layer_calls(layout: str):
     return explain
 
 
+def _stack_calls(case, calls):
+    """``explain_calls`` for a Pre-LN stack: the first layer whose sub-layers were not called once on the right
+    input, and what they were fed; or that every layer's were."""
+    x, layers, final_weight, final_bias, *rest = case.args
+    eps = rest[0] if rest else 1e-12
+    stream = x
+    for i, (attention, ffn, w1, b1, w2, b2) in enumerate(layers):
+        n1 = _ln(stream, w1, b1, eps)
+        h = stream + attention(n1)
+        n2 = _ln(h, w2, b2, eps)
+        known = [
+            (f"LN1 of the stream entering layer {i}", n1),
+            (f"the stream entering layer {i}, not normalised", stream),
+            (f"LN2 of the stream after layer {i}'s attention", n2),
+            (f"the stream after layer {i}'s attention, not normalised", h),
+            ("LN1 of the stack's input x", _ln(x, w1, b1, eps)),
+            ("the stack's input x", x),
+        ]
+
+        def named(value, known=known):
+            if not isinstance(value, torch.Tensor):
+                return "something that is not a tensor"
+            for text, tensor in known:
+                if value.shape == tensor.shape and torch.allclose(
+                    value.double(), tensor.double(), atol=1e-5, rtol=1e-4
+                ):
+                    return text
+            return "something else"
+
+        fed = {
+            part: [named(v) for v in calls.get(f"layers[{i}][{j}]", [])]
+            for j, part in ((0, "attention"), (1, "feed_forward"))
+        }
+        wanted = {"attention": known[0][0], "feed_forward": known[2][0]}
+        if any(fed[part] != [wanted[part]] for part in fed):
+            parts = []
+            for part, inputs in fed.items():
+                times = {0: "never called", 1: "called once"}.get(len(inputs), f"called {len(inputs)} times")
+                parts.append(f"its `{part}` {times}" + (f", on {', then '.join(inputs)}" if inputs else ""))
+            return (
+                f"Inside your stack, layer {i} (of {len(layers)}): {'; '.join(parts)}. Each layer's attention reads "
+                "LN1 of the stream entering that layer, its feed_forward LN2 of the stream after its attention."
+            )
+        stream = h + ffn(n2)
+    return (
+        f"Inside your stack every layer's sub-layers were called once, on the right inputs, in order ({len(layers)} "
+        "layers): what differs comes after the last layer (the final LayerNorm) or in what is added to the stream."
+    )
+
+
 def _layer_knobs(layout: str) -> tuple[Knob, ...]:
     other = "pre" if layout == "post" else "post"
     layouts = {
@@ -1287,6 +1337,7 @@ PRE_LN_STACK = Exercise(
     knobs=_STACK_KNOBS,
     variant=_stack_variant,
     axes={"": ("batch", "token rows", "feature columns")},
+    explain_calls=_stack_calls,
     notebook="06",
     mistakes=(
         Mistake(

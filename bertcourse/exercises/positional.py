@@ -16,7 +16,8 @@ import math
 
 import torch
 
-from ..positional import alibi_bias, sinusoidal_position_encoding, sinusoidal_positions
+from ..positional import _sinusoidal_positions, alibi_bias, sinusoidal_position_encoding, sinusoidal_positions
+from .diagnosis import equals_one_of
 from .records import Case, Exercise, Knob, Mistake
 
 
@@ -496,6 +497,30 @@ def _pos_even_width_only(position_ids, d_model, base=10000.0):
     return table
 
 
+def _positions_explain(case, value, expected):
+    """Which other table the learner's is: positions in degrees or scaled, the frequencies inverted."""
+    position_ids, d_model, *rest = case.args
+    base = rest[0] if rest else 10000.0
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "the table of the positions in degrees (pos × 180/π): sin and cos take radians, the position itself",
+                lambda: _sinusoidal_positions(position_ids * (180 / math.pi), d_model, base),
+            ),
+            (
+                "the table with ω_i = base^(+2i/d_model): the frequencies fall with i, base^(-2i/d_model)",
+                lambda: _sinusoidal_positions(position_ids, d_model, 1 / base),
+            ),
+            (
+                "the table of the positions divided by the largest one: use each position as it is",
+                lambda: _sinusoidal_positions(position_ids / position_ids.max().clamp(min=1), d_model, base),
+            ),
+        ),
+    )
+
+
 SINUSOIDAL_POSITIONS = Exercise(
     name="sinusoidal_positions",
     reference=sinusoidal_positions,
@@ -511,6 +536,7 @@ SINUSOIDAL_POSITIONS = Exercise(
     axes={"": ("position rows", "feature columns")},
     atol=1e-4,
     rtol=1e-4,
+    explain=_positions_explain,
     notebook="04",
     mistakes=(
         Mistake(
