@@ -523,3 +523,5 @@ def test_a_random_answer_is_told_it_changes_with_the_seed():
     assert "gives other numbers when the random generator is seeded otherwise" in check("layer_norm", noisy).message
     shifted = check("layer_norm", lambda x, w, b, eps=1e-12: F.layer_norm(x, x.shape[-1:], w, b, eps) * 1.37 + 0.1)
     assert "seeded otherwise" not in shifted.message  # a wrong answer that draws nothing is not called random
+    listed = check("word_piece_targets", lambda tokens: [[False] * len(tokens)] * len(tokens))
+    assert "is a list" in listed.message and "seeded otherwise" not in listed.message  # lists compare as lists

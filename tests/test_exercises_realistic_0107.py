@@ -1555,6 +1555,36 @@ def _fl(q, k, v, mask=None, scale=None):
     return weights @ v, weights
 
 
+def _mlm07(h, dw, db, lw, lb, we, dbias, eps=1e-12, act=F.gelu, dense_twice=False):
+    t = F.layer_norm(act(h @ dw.T + db), (h.shape[-1],), lw, lb, eps)
+    t = t @ dw.T + db if dense_twice else t
+    return t @ we.T + dbias
+
+
+WRONG["mlm_head"] += [
+    (
+        "the dense layer again after the LayerNorm",
+        lambda *a: _mlm07(*a, dense_twice=True),
+        r"the dense layer applied again",
+    ),
+    ("logits over √hidden", lambda *a: _mlm07(*a) / math.sqrt(a[0].shape[-1]), r"times 0.3536 \(= 1/√8\)"),
+    ("SiLU", lambda *a: _mlm07(*a, act=F.silu), r"SiLU \(x·sigmoid\(x\)\) for GELU"),
+    ("the argmax ids", lambda *a: _mlm07(*a).argmax(-1), r"The last axes are missing"),
+]
+WRONG["mask_from_torch"] += [
+    (
+        "the float mask's own dtype kept",
+        lambda m: ~m if m.dtype == torch.bool else (m == 0).to(m.dtype),
+        r"a mask must be boolean",
+    ),
+    (  # only where it differs, not why: not named
+        "a causal mask added",
+        lambda m: (~m if m.dtype == torch.bool else m == 0) & torch.ones(m.shape[-2:], dtype=torch.bool).tril(),
+        r"causal",
+    ),
+]
+
+
 # --- the tests ------------------------------------------------------------------------------------
 
 REWORKED = (

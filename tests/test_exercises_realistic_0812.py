@@ -641,6 +641,95 @@ def _update_with_where(gradients, scale, good_steps, growth_interval):
 RIGHT["scaler_update"] = [_update, _update_with_where]
 
 
+# --- 08 word_piece_targets, value_weighted_norms; 10 classification_logits (more in their modules' tests) --
+
+
+def _same_word(tokens):
+    word, current = [], -1
+    for token in tokens:
+        current += 0 if token.startswith("##") else 1  # a ## piece continues the word before it
+        word.append(current)
+    words = torch.tensor(word)
+    split = torch.tensor([any(t.startswith("##") for t, w in zip(tokens, word, strict=True) if w == v) for v in word])
+    same = (words[:, None] == words[None, :]) & split[:, None]
+    return same & ~torch.eye(len(tokens), dtype=torch.bool)
+
+
+WRONG["word_piece_targets"] = [
+    ("an int mask", lambda t: _same_word(t).long(), r"dtype torch.int64; a mask must be boolean"),
+    ("a list of lists", lambda t: _same_word(t).tolist(), r"Your output is a list; expected a torch.Tensor"),
+    (
+        "one row per word",
+        lambda t: _same_word(t)[[i for i, x in enumerate(t) if not x.startswith("##")]],
+        r"Only the query rows differ: 6 instead of 7",
+    ),
+    (
+        "[CLS] and [SEP] as one word",
+        lambda t: (
+            _same_word(t)
+            | torch.tensor(
+                [
+                    [a in ("[CLS]", "[SEP]") and b in ("[CLS]", "[SEP]") and i != j for j, b in enumerate(t)]
+                    for i, a in enumerate(t)
+                ]
+            )
+        ),
+        r"query 0 '\[CLS\]', key 5 '\[SEP\]': it should not be a target",
+    ),
+]
+RIGHT["word_piece_targets"] = [_same_word, lambda t: _same_word(list(t)).clone()]
+
+
+def _weighted_norms(attention, values, output_weight, norm=lambda t: t.norm(dim=-1)):
+    heads, d_k = values.shape[-3], values.shape[-1]
+    return attention * norm(values @ output_weight.T.reshape(heads, d_k, -1))[..., None, :]
+
+
+WRONG["value_weighted_norms"] = [
+    (
+        "an L1 norm",
+        lambda a, v, w: _weighted_norms(a, v, w, lambda t: t.abs().sum(-1)),
+        r"the L1 norm \(sum of \|entries\|\)",
+    ),
+    ("the heads summed", lambda a, v, w: _weighted_norms(a, v, w).sum(-3), r"The leading axes \(2,\) are missing"),
+    (
+        "the norm of the weighted sum",
+        lambda a, v, w: (a @ v @ w.T.reshape(v.shape[-3], v.shape[-1], -1)).norm(dim=-1),
+        r"The last axes are missing",
+    ),
+    (
+        "||v_j|| times the whole weight's norm",
+        lambda a, v, w: a * (v.norm(dim=-1) * w.norm())[..., None, :],
+        r"times the norm of the whole W_O",
+    ),
+]
+RIGHT["value_weighted_norms"] = [
+    _weighted_norms,
+    lambda a, v, w: a * torch.linalg.vector_norm(v @ w.T.reshape(v.shape[-3], v.shape[-1], -1), dim=-1).unsqueeze(-2),
+]
+
+
+def _head10(h, pw, pb, cw, cb, pick=lambda h: h[..., 0, :], activation=torch.tanh):
+    return activation(pick(h) @ pw.T + pb) @ cw.T + cb
+
+
+WRONG["classification_logits"] = [
+    ("the maximum over tokens", lambda *a: _head10(*a, pick=lambda h: h.amax(-2)), r"the maximum over the tokens"),
+    ("the vector at position 1", lambda *a: _head10(*a, pick=lambda h: h[..., 1, :]), r"the vector at position 1"),
+    ("the argmax label", lambda *a: _head10(*a).argmax(-1), r"The last axes are missing"),
+    ("GELU in the pooler", lambda *a: _head10(*a, activation=F.gelu), r"GELU in the pooler"),
+    (
+        "every token classified",
+        lambda h, pw, pb, cw, cb: torch.tanh(h @ pw.T + pb) @ cw.T + cb,
+        r"shape \(3, 5, 2\); expected \(3, 2\)",
+    ),
+]
+RIGHT["classification_logits"] = [
+    _head10,
+    lambda h, pw, pb, cw, cb: F.linear(torch.tanh(F.linear(h.select(-2, 0), pw, pb)), cw, cb),
+]
+
+
 # --- the tests ---------------------------------------------------------------------------------------
 
 ENTRIES = [(name, label, fn, words) for name, entries in WRONG.items() for label, fn, words in entries]
@@ -665,5 +754,6 @@ def test_right_answers_written_differently_pass(name):
 def test_each_exercise_here_has_six_wrong_answers_or_more_elsewhere_and_two_right_ones(name):
     assert EXERCISES[name].notebook in {"08", "09", "10", "11", "12"}
     elsewhere = {"attention_rollout": 6, "truncate_pair": 6, "local_global_mask": 3}  # in their modules' tests
+    elsewhere |= {"word_piece_targets": 7, "value_weighted_norms": 6, "classification_logits": 6}
     assert len(WRONG.get(name, [])) + elsewhere.get(name, 0) >= 6, name
     assert len(RIGHT[name]) >= 2, name

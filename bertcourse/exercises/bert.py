@@ -637,6 +637,30 @@ _MLM_KNOBS = (
 )
 
 
+def _mlm_explain(case, value, expected):
+    """Which other transform the learner's head applied."""
+    hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, *rest = case.args
+    eps = rest[0] if rest else 1e-12
+
+    def head(activation=F.gelu, dense_twice=False):
+        t = layer_norm(activation(hidden @ dense_weight.T + dense_bias), ln_weight, ln_bias, eps)
+        t = t @ dense_weight.T + dense_bias if dense_twice else t
+        return t @ word_embeddings.T + decoder_bias
+
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "the head with the dense layer applied again after the LayerNorm: dense, GELU, LayerNorm, then the "
+                "decoder",
+                lambda: head(dense_twice=True),
+            ),
+            ("the head with SiLU (x·sigmoid(x)) for GELU: BERT's activation is the exact GELU", lambda: head(F.silu)),
+        ),
+    )
+
+
 MLM_HEAD = Exercise(
     name="mlm_head",
     reference=mlm_head,
@@ -650,6 +674,7 @@ MLM_HEAD = Exercise(
     knobs=_MLM_KNOBS,
     variant=_mlm_variant,
     axes={"": ("token rows", "vocabulary columns")},
+    explain=_mlm_explain,
     notebook="07",
     mistakes=(
         Mistake(

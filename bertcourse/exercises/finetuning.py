@@ -27,6 +27,7 @@ from ..finetuning import (
 )
 from ..finetuning.table import choose_on_dev
 from ..heads import IGNORE_INDEX
+from .diagnosis import equals_one_of
 from .random_inputs import _randn
 from .records import Case, Exercise, Knob, Mistake
 
@@ -137,6 +138,30 @@ _HEAD_KNOBS = (
 )
 
 
+def _logits_explain(case, value, expected):
+    """Which other vector or activation the learner's head used."""
+    hidden, pooler_weight, pooler_bias, classifier_weight, classifier_bias = case.args
+
+    def head(vector, activation=torch.tanh):
+        return activation(vector @ pooler_weight.T + pooler_bias) @ classifier_weight.T + classifier_bias
+
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "the head on the maximum over the tokens: BERT's classifier reads the [CLS] vector, position 0",
+                lambda: head(hidden.amax(dim=-2)),
+            ),
+            ("the head on the vector at position 1: [CLS] is at position 0", lambda: head(hidden[..., 1, :])),
+            (
+                "the head with GELU in the pooler: the pooler's activation is tanh",
+                lambda: head(hidden[..., 0, :], torch.nn.functional.gelu),
+            ),
+        ),
+    )
+
+
 CLASSIFICATION_LOGITS = Exercise(
     name="classification_logits",
     reference=classification_logits,
@@ -149,6 +174,7 @@ CLASSIFICATION_LOGITS = Exercise(
     knobs=_HEAD_KNOBS,
     variant=_head_variant,
     axes={"": ("labels",)},
+    explain=_logits_explain,
     notebook="10",
     mistakes=(
         Mistake(

@@ -747,6 +747,28 @@ def _vwn_squared_norm(attention, values, output_weight):
     return attention * norms[..., None, :] ** 2
 
 
+def _norms_explain(case, value, expected):
+    """Which other norm the learner's is: an L1 norm, or ||v_j|| times the whole weight's norm."""
+    attention, values, output_weight = case.args
+    heads, d_k = values.shape[-3], values.shape[-1]
+    projected = values @ output_weight.T.reshape(heads, d_k, -1)  # (..., heads, seq, hidden): v_j W_O^h
+    return equals_one_of(
+        value,
+        expected,
+        (
+            (
+                "a_ij times the L1 norm (sum of |entries|) of v_j W_O^h: the length is the Euclidean `.norm(dim=-1)`",
+                lambda: attention * projected.abs().sum(dim=-1)[..., None, :],
+            ),
+            (
+                "a_ij ||v_j|| times the norm of the whole W_O: multiply v_j by its head's block of W_O, then take "
+                "the norm",
+                lambda: attention * (values.norm(dim=-1) * output_weight.norm())[..., None, :],
+            ),
+        ),
+    )
+
+
 VALUE_WEIGHTED_NORMS = Exercise(
     name="value_weighted_norms",
     reference=value_weighted_norms,
@@ -760,6 +782,7 @@ VALUE_WEIGHTED_NORMS = Exercise(
     make_cases=_value_cases,
     extra_solution=("_value_lengths",),
     axes={"": ("query rows", "key columns")},
+    explain=_norms_explain,
     notebook="08",
     mistakes=(
         Mistake(
