@@ -23,7 +23,7 @@ from ..heads import mlm_head
 from ..layernorm import layer_norm
 from ..positional import sinusoidal_position_encoding
 from ..weights import hf_to_ours
-from .diagnosis import equals_one_of, is_int
+from .diagnosis import equals_one_of, is_integral
 from .random_inputs import _ln_params, _randn
 from .records import Case, Exercise, Knob, Mistake
 
@@ -395,7 +395,7 @@ def _count_atoms(config) -> dict[str, int]:
 
 def _explain_count(case, value, expected) -> str | None:
     """Which parts of the model the difference adds up to: 'That is exactly the position embeddings.'"""
-    if not is_int(value) or int(value) == expected:
+    if not is_integral(value) or int(value) == expected:
         return None
     config = case.args[0]
     missing = expected - int(value)

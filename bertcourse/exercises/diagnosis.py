@@ -366,7 +366,7 @@ def same_value(exercise, value, other, case: Case | None = None) -> bool:
         if case is not None:
             atol = max(atol, min(input_scale(case) * torch.finfo(torch.float32).eps, _MOST_ROUNDING))
         return math.isclose(float(value), other, rel_tol=exercise.rtol, abs_tol=atol)
-    return is_int(value) and int(value) == other
+    return is_integral(value) and int(value) == other
 
 
 def value_problem(exercise, case: Case, subject: str, value, expected: torch.Tensor, axes=()) -> str | None:
@@ -744,7 +744,7 @@ def _constant_name(factor: float, case: Case) -> str:
     """' (= 1/√8)' when ``factor`` is a simple expression of a size in the case's inputs, else ''."""
     sizes = sorted(
         {n for a in case.args if isinstance(a, torch.Tensor) for n in a.shape if n > 1}
-        | {a for a in case.args if is_int(a) and a > 1}
+        | {a for a in case.args if is_integral(a) and a > 1}
         | {2, 8}
     )
     for n in sizes:
@@ -972,7 +972,7 @@ def text_problem(subject: str, value, expected: str | None) -> str | None:
 def count_problem(value, expected: int) -> str | None:
     if isinstance(value, torch.Tensor):
         return "Your count is a tensor; return a Python int (`.item()` converts a one-element tensor)."
-    if not is_int(value):
+    if not is_integral(value):
         return type_problem("Your count", value, "an int")
     if int(value) == expected:
         return None
@@ -1249,7 +1249,7 @@ def _one_item_of(batched, single) -> bool:
 
 
 def _sizes_differ(mine, other) -> bool:
-    if is_int(mine) and is_int(other):
+    if is_integral(mine) and is_integral(other):
         return True
     tensors = isinstance(mine, torch.Tensor) and isinstance(other, torch.Tensor)
     return tensors and mine.dtype == other.dtype and mine.shape != other.shape
@@ -1301,7 +1301,9 @@ def _index(index) -> str:
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
-def is_int(value) -> bool:
+def is_integral(value) -> bool:
+    """Whether a learner's output is an integer of any kind (a Python int, ``np.int64``, ...), not a bool; the
+    package's own ``_validation.is_int`` accepts Python ints only, as the sizes it checks are."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
