@@ -291,3 +291,46 @@ def test_the_explorer_puts_any_catalogued_mistake_in_place(setting):
     assert "ReLU instead of GELU" in report.text and "ReLU instead of GELU" in explorer.drawn["text"]
     with pytest.raises(ValueError, match="`start` must be"):
         MistakeExplorer(load_pieces(), *setting, start=("feed_forward", 99))
+
+
+def test_the_explorer_says_why_a_mistake_changes_nothing_on_its_batch(setting):
+    from bertcourse.exercises import EXERCISES
+
+    explorer = MistakeExplorer(load_pieces(), *setting)
+    cases = {
+        "masked_softmax": "fp16 or bf16",
+        "scaled_dot_product_attention": "d_v = d_k",
+        "hf_to_ours": "not in this checkpoint",
+    }
+    for piece, why in cases.items():
+        index = next(
+            i
+            for i, mistake in enumerate(EXERCISES[piece].mistakes)
+            if ("fill" in mistake.name or "d_v" in mistake.name or "`bert.` prefix kept" in mistake.name)
+        )
+        explorer.mistake.value = (piece, index)
+        drawn = explorer.drawn
+        assert drawn["report"].matches, drawn["text"]
+        assert "changes nothing on this batch" in drawn["text"] and why in drawn["text"], drawn["text"]
+        assert "catches it" in drawn["text"] and "Wrong" in drawn["text"]
+
+
+def test_the_report_keeps_how_much_of_the_tolerance_each_step_uses(setting):
+    report = compare(load_pieces(), *setting)
+    assert [step for step, _ in report.used] == list(report.matched)
+    assert 0 < report.worst_matched < 1
+    wrong = compare(load_pieces().replaced(feed_forward=_ffn_relu), *setting)
+    ratios = dict(wrong.used)
+    assert ratios[wrong.step] > 1 and all(ratios[step] <= 1 for step in wrong.matched)
+
+
+def test_a_scratch_file_loaded_without_recording_leaves_no_verdict(tmp_path, monkeypatch):
+    from bertcourse.exercises import registry
+
+    monkeypatch.setattr(registry, "RESULTS", {})
+    scratch = tmp_path / "scratch_bert.py"
+    body = "    b, s, h = x.shape\n    return x.reshape(b, num_heads, s, -1)\n"
+    scratch.write_text("def split_heads(x, num_heads):\n" + body)
+    tried = load_pieces(scratch, record=False)
+    assert tried.mine == {"split_heads"} and not tried.verdicts["split_heads"].passed
+    assert registry.RESULTS == {}

@@ -23,7 +23,7 @@ import torch
 
 from ..exercises.records import Listing
 from .assembly import PieceFailed, WeightsDoNotFit, assemble
-from .differences import beyond_tolerance, first_difference
+from .differences import beyond_tolerance, first_difference, tolerance_used
 from .pieces import Pieces, notebook_of
 
 ATOL = 1e-4  # a step differs beyond atol + rtol * |Hugging Face's value|: float32 rounding stays far below
@@ -106,6 +106,13 @@ class Report:
     difference: float
     matched: tuple[str, ...]
     text: str
+    used: tuple[tuple[str, float], ...] = ()  # (step, its largest |difference| / tolerance), every step computed
+
+    @property
+    def worst_matched(self) -> float:
+        """The largest share of the tolerance that a matched step uses (below 1: rounding's room)."""
+        matched = set(self.matched)
+        return max((ratio for step, ratio in self.used if step in matched), default=0.0)
 
     @property
     def matches(self) -> bool:
@@ -141,6 +148,11 @@ def compare(pieces: Pieces, hf_model, batch: dict, *, folder=None, pretraining: 
     if failed is not None:
         theirs = {step: value for step, value in theirs.items() if step in ours}  # the steps computed before it
     step = first_difference(ours, theirs, ATOL, RTOL)  # the exercise of notebook 13: the first step beyond tolerance
+    used = tuple((name, tolerance_used(ours[name], theirs[name], ATOL, RTOL)) for name in theirs if name in ours)
+    return dataclasses.replace(_compared(pieces, ours, theirs, pieces_of, step, failed), used=used)
+
+
+def _compared(pieces, ours, theirs, pieces_of, step, failed) -> Report:
     matched = tuple(itertools.takewhile(lambda name: name != step, theirs))  # every step before it matched
     upstream = tuple(dict.fromkeys(pieces_of[name] for name in matched if pieces_of.get(name) in pieces.mine))
     if failed is not None and step is None:

@@ -38,6 +38,24 @@ def _beyond_tolerance(mine, theirs, atol, rtol):
     return bool((gap.isnan() | (gap > atol + rtol * theirs.detach().double().abs())).any())
 
 
+def tolerance_used(mine, theirs, atol: float, rtol: float) -> float:
+    """The largest ``|mine - theirs| / (atol + rtol * |theirs|)`` over every entry of a tensor or a tuple of
+    tensors: below 1 the step matches, and how far below says how much room rounding leaves. Infinite for a NaN,
+    another shape, or anything that is not a tensor."""
+    pairs = zip(mine, theirs, strict=False) if isinstance(theirs, tuple) else [(mine, theirs)]
+    if isinstance(theirs, tuple) and (not isinstance(mine, (tuple, list)) or len(mine) != len(theirs)):
+        return float("inf")
+    worst = 0.0
+    for m, t in pairs:
+        if not isinstance(m, torch.Tensor) or m.shape != t.shape:
+            return float("inf")
+        t = t.detach().double()
+        ratio = (m.detach().double() - t).abs() / (atol + rtol * t.abs())  # (...): NaN where either is NaN
+        if ratio.numel():
+            worst = max(worst, float(ratio.nan_to_num(nan=float("inf")).max()))
+    return worst
+
+
 def first_difference(ours: dict, theirs: dict, atol: float = 1e-4, rtol: float = 1e-4) -> str | None:
     """The name of the first step of ``theirs`` (in its order) that ``ours`` gives differently, or None.
 

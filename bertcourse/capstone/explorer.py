@@ -5,7 +5,8 @@ with the learner's signature). The explorer lists them all, piece by piece in th
 choosing one swaps that wrong function in for the piece (``Pieces.replaced``, so nothing is recorded as the
 learner's) and shows ``compare``'s report on the explorer's batch. Some mistakes show at their own step, some one
 step later (a small piece whose output only a larger one reads), and some not at all: a mistake that only changes
-fp16 numbers, or fully masked rows, leaves an fp32 batch without such rows exactly right.
+fp16 numbers, or fully masked rows, leaves an fp32 batch without such rows exactly right. For those the text says
+so, and why (``why_unchanged``), with what the piece's own check says of it.
 
 ``explorer.mistake.value = ("split_heads", 0)`` chooses from Python; ``explorer.drawn`` holds the ``Report`` and its
 text, drawn as a picture of monospaced text (a notebook opened without running it shows that picture).
@@ -34,6 +35,32 @@ def mistake_options(pretraining: bool = False) -> list[tuple[str, tuple[str, int
         if pretraining or name != "mlm_head"
         for index, mistake in enumerate(registry.EXERCISES[name].mistakes)
     ]
+
+
+def why_unchanged(piece: str, mistake: str) -> str:
+    """Why a catalogued mistake leaves every step of an fp32 MiniLM batch right: what it changes is not there."""
+    if piece == "hf_to_ours":
+        return (
+            "the keys it renames wrongly are not in this checkpoint: MiniLM's keys carry no `bert.` prefix, no "
+            "`gamma` or `beta` and no heads (notebook 09's tiny BERT, with `BertForPreTraining`, has prefixed keys)"
+        )
+    if "d_v" in mistake:
+        return "MiniLM's heads have d_v = d_k = 32, so √d_v is √d_k"
+    if "float32" in mistake and "whatever" in mistake:
+        return "this batch is float32 already"
+    if "renormalised" in mistake:
+        return (
+            "the softmax already gives masked keys a weight of 0, so zeroing them and renormalising changes nothing "
+            "in a row with a key to attend to; only a row whose every key is masked would divide 0 by 0"
+        )
+    if any(word in mistake for word in ("fill", "-inf", "every key masked", "minimum")):
+        return (
+            "a fill value, or the rule for a row whose every key is masked, matters only in fp16 or bf16 or in such "
+            "a row; this batch is float32 and every row has a real token to attend to"
+        )
+    if piece == "layer_norm" and "eps" in mistake:
+        return "ε = 1e-12 beside variances near 1: where it goes changes nothing that float32 can hold"
+    return "what it changes does not occur in this batch"
 
 
 _NO_GLYPH = {"❌ ": "", "✅ ": "", "⏳ ": ""}  # matplotlib's DejaVu fonts have no emoji (it would warn on stderr)
@@ -79,6 +106,13 @@ class MistakeExplorer:
         tried = self.pieces.replaced(**{name: wrong.wrong})
         report = compare(tried, self.hf_model, self.batch, folder=self.folder, pretraining=self.pretraining)
         text = f"`{name}` written with {wrong.name}, in place:\n\n{report}"
+        if report.matches:
+            verdict = tried.verdicts[name]
+            text = (
+                f"`{name}` written with {wrong.name}, in place:\n\nThis mistake changes nothing on this batch: "
+                f"{why_unchanged(name, wrong.name)}. {report}\nIts own check tries other inputs and catches it:\n"
+                f"{verdict.message}"
+            )
         figure = report_figure(text)
         self.drawn = {"piece": name, "mistake": wrong.name, "report": report, "text": text, "figure": figure}
         plt.show()
