@@ -285,6 +285,11 @@ def test_the_explorer_puts_any_catalogued_mistake_in_place(setting):
     explorer = MistakeExplorer(load_pieces(), *setting)
     assert explorer.drawn["piece"] == "scaled_dot_product_attention" and explorer.drawn["report"].step
     relu = next(i for i, m in enumerate(EXERCISES["feed_forward"].mistakes) if m.wrong.__name__ == "_ffn_relu")
+    explorer.piece.value = "feed_forward"  # the second menu now lists its mistakes, and draws the first
+    assert explorer.drawn["piece"] == "feed_forward" and explorer.mistake.value == ("feed_forward", 0)
+    assert [value[0] for _, value in explorer.mistake.options] == ["feed_forward"] * len(
+        EXERCISES["feed_forward"].mistakes
+    )
     explorer.mistake.value = ("feed_forward", relu)
     report = explorer.drawn["report"]
     assert (report.step, report.piece) == ("layer 0: feed-forward", "feed_forward"), report.text
@@ -308,6 +313,7 @@ def test_the_explorer_says_why_a_mistake_changes_nothing_on_its_batch(setting):
             for i, mistake in enumerate(EXERCISES[piece].mistakes)
             if ("fill" in mistake.name or "d_v" in mistake.name or "`bert.` prefix kept" in mistake.name)
         )
+        explorer.piece.value = piece
         explorer.mistake.value = (piece, index)
         drawn = explorer.drawn
         assert drawn["report"].matches, drawn["text"]

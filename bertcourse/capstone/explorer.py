@@ -8,6 +8,7 @@ step later (a small piece whose output only a larger one reads), and some not at
 fp16 numbers, or fully masked rows, leaves an fp32 batch without such rows exactly right. For those the text says
 so, and why (``why_unchanged``), with what the piece's own check says of it.
 
+Two menus: the piece, then one of its mistakes. ``explorer.piece.value = "split_heads"`` then
 ``explorer.mistake.value = ("split_heads", 0)`` chooses from Python; ``explorer.drawn`` holds the ``Report`` and its
 text, drawn as a picture of monospaced text (a notebook opened without running it shows that picture).
 """
@@ -79,9 +80,10 @@ def report_figure(text: str, width: int = 118):
 
 
 class MistakeExplorer:
-    """A dropdown of every catalogued mistake of the pieces ``hf_model`` runs; below it, the report of ``compare``
-    with that mistake in place of its piece (the other pieces as ``pieces`` has them). For notebook 09's tiny BERT,
-    pass ``transformers.BertForPreTraining`` and ``folder``: then ``mlm_head``'s mistakes are listed too."""
+    """Two dropdowns, a piece and one of its catalogued mistakes (of the pieces ``hf_model`` runs); below them, the
+    report of ``compare`` with that mistake in place of its piece (the other pieces as ``pieces`` has them). For
+    notebook 09's tiny BERT, pass ``transformers.BertForPreTraining`` and ``folder``: then ``mlm_head``'s mistakes are
+    listed too."""
 
     def __init__(
         self, pieces: Pieces, hf_model, batch: dict, start=("scaled_dot_product_attention", 0), *, folder=None
@@ -93,12 +95,25 @@ class MistakeExplorer:
         if start not in [value for _, value in options]:
             raise ValueError(f"`start` must be (piece, mistake index) of a catalogued mistake, got {start!r}.")
         self.pieces, self.hf_model, self.batch, self.folder = pieces, hf_model, batch, folder
-        self.mistake = widgets.Dropdown(
-            options=options, value=start, description="mistake", layout=widgets.Layout(width="760px")
+        self._options = options
+        self.piece = widgets.Dropdown(
+            options=list(dict.fromkeys(name for _, (name, _) in options)), value=start[0], description="piece"
         )
+        self.mistake = widgets.Dropdown(
+            options=self._options_of(start[0]), value=start, description="mistake", layout=widgets.Layout(width="560px")
+        )
+        self.piece.observe(self._piece_chosen, names="value")
         self.drawn: dict = {}
         self.output = widgets.interactive_output(self._redraw, {"choice": self.mistake})
-        self.widget = widgets.VBox([self.mistake, self.output])
+        self.widget = widgets.VBox([widgets.HBox([self.piece, self.mistake]), self.output])
+
+    def _options_of(self, piece: str) -> list:
+        """The mistakes of one piece, labelled by their names alone."""
+        return [(label.split(": ", 1)[1], value) for label, value in self._options if value[0] == piece]
+
+    def _piece_chosen(self, change) -> None:
+        options = self._options_of(change["new"])
+        self.mistake.options = options  # the value becomes the piece's first mistake, drawn at once
 
     def _redraw(self, choice) -> None:
         name, index = choice
