@@ -6,7 +6,7 @@ Notebook 01 asks for ``linear_scores`` and ``attention_scores``, notebook 02 for
 answered, stay checkable by name. Their cases vary one property at a time from a base case (batched,
 square, float16, a mask, an argument left out), so that the kind of case named as failing is the cause.
 
-``_softmax_attend``, the shared tail of the wrong attentions, serves notebook 05's mistakes too.
+``softmax_attend``, the shared tail of the wrong attentions, serves notebook 05's mistakes too.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..attention import (
 )
 from ..masks import padding_mask
 from .diagnosis import equals_one_of
-from .random_inputs import _randn, _weights
+from .random_inputs import seeded_randn, seeded_weight
 from .records import Case, Exercise, Knob, Mistake
 
 # --- 01: Q, K, V projections ------------------------------------------------------------------
@@ -36,20 +36,22 @@ def _qkv_cases(g):
     return [
         Case(
             "one sentence of 5 tokens, d_model 8, d_k 4, d_v 6",
-            (_randn(g, 5, 8), *_qkv_weights(g, 8, 4, 6)),
+            (seeded_randn(g, 5, 8), *_qkv_weights(g, 8, 4, 6)),
             ("non-square",),
         ),
-        Case("a batch of 2 sentences", (_randn(g, 2, 5, 8), *_qkv_weights(g, 8, 4, 6)), ("batched", "non-square")),
+        Case(
+            "a batch of 2 sentences", (seeded_randn(g, 2, 5, 8), *_qkv_weights(g, 8, 4, 6)), ("batched", "non-square")
+        ),
         Case(
             "odd sizes with square weights, d_model = d_k = d_v = 7",
-            (_randn(g, 3, 5, 7), *_qkv_weights(g, 7, 7, 7)),
+            (seeded_randn(g, 3, 5, 7), *_qkv_weights(g, 7, 7, 7)),
             ("batched", "square"),
         ),
     ]
 
 
 def _qkv_weights(g, d_model, d_k, d_v):
-    return _weights(g, d_model, d_k), _weights(g, d_model, d_k), _weights(g, d_model, d_v)
+    return seeded_weight(g, d_model, d_k), seeded_weight(g, d_model, d_k), seeded_weight(g, d_model, d_v)
 
 
 def _qkv_weights_transposed(x, w_q, w_k, w_v):
@@ -111,18 +113,22 @@ def _linear_cases(g):
     return [
         Case(
             "one sentence of 5 tokens, d_model 8, d_k 4, d_v 6",
-            (_randn(g, 5, 8), *_linear_weights(g, 8, 4, 6)),
+            (seeded_randn(g, 5, 8), *_linear_weights(g, 8, 4, 6)),
             ("unbatched", "non-square"),
         ),
-        Case("a batch of 2 sentences", (_randn(g, 2, 5, 8), *_linear_weights(g, 8, 4, 6)), ("batched", "non-square")),
+        Case(
+            "a batch of 2 sentences",
+            (seeded_randn(g, 2, 5, 8), *_linear_weights(g, 8, 4, 6)),
+            ("batched", "non-square"),
+        ),
         Case(
             "square weights, d_model = d_k = d_v = 6 (a transpose too few still runs)",
-            (_randn(g, 2, 3, 6), *_linear_weights(g, 6, 6, 6)),
+            (seeded_randn(g, 2, 3, 6), *_linear_weights(g, 6, 6, 6)),
             ("batched", "square"),
         ),
         Case(
             "float16: a batch of 2, d_model 8, d_k = d_v = 4",
-            tuple(t.half() for t in (_randn(g, 2, 3, 8), *_linear_weights(g, 8, 4, 4))),
+            tuple(t.half() for t in (seeded_randn(g, 2, 3, 8), *_linear_weights(g, 8, 4, 4))),
             ("batched", "float16", "non-square"),
         ),
     ]
@@ -130,8 +136,8 @@ def _linear_cases(g):
 
 def _linear_weights(g, d_model, d_k, d_v):
     """w_q, b_q, w_k, b_k, w_v, b_v in nn.Linear's (out, in) layout."""
-    w_q, w_k, w_v = (_weights(g, d_model, d).T.contiguous() for d in (d_k, d_k, d_v))
-    return w_q, _randn(g, d_k), w_k, _randn(g, d_k), w_v, _randn(g, d_v)
+    w_q, w_k, w_v = (seeded_weight(g, d_model, d).T.contiguous() for d in (d_k, d_k, d_v))
+    return w_q, seeded_randn(g, d_k), w_k, seeded_randn(g, d_k), w_v, seeded_randn(g, d_v)
 
 
 def _linear_not_transposed(x, w_q, b_q, w_k, b_k, w_v, b_v):
@@ -223,27 +229,27 @@ def _linear_scores_cases(g):
     return [
         Case(
             "one sentence of 5 tokens, d_model 8, d_k 4",
-            (_randn(g, 5, 8), *_linear_weights(g, 8, 4, 4)[:4]),
+            (seeded_randn(g, 5, 8), *_linear_weights(g, 8, 4, 4)[:4]),
             ("unbatched", "non-square"),
         ),
         Case(
             "the same sizes, a batch of 2 sentences",
-            (_randn(g, 2, 5, 8), *_linear_weights(g, 8, 4, 4)[:4]),
+            (seeded_randn(g, 2, 5, 8), *_linear_weights(g, 8, 4, 4)[:4]),
             ("batched", "non-square"),
         ),
         Case(
             "one sentence, square weights: d_model = d_k = 6 (a transpose too few still runs)",
-            (_randn(g, 5, 6), *_linear_weights(g, 6, 6, 6)[:4]),
+            (seeded_randn(g, 5, 6), *_linear_weights(g, 6, 6, 6)[:4]),
             ("unbatched", "square"),
         ),
         Case(
             "one sentence of 5 tokens, d_model 8, d_k 4, in float16",
-            tuple(t.half() for t in (_randn(g, 5, 8), *_linear_weights(g, 8, 4, 4)[:4])),
+            tuple(t.half() for t in (seeded_randn(g, 5, 8), *_linear_weights(g, 8, 4, 4)[:4])),
             ("unbatched", "float16", "non-square"),
         ),
         Case(
             "one sentence of 3 tokens, d_model 8, d_k 4 (fewer tokens than features)",
-            (_randn(g, 3, 8), *_linear_weights(g, 8, 4, 4)[:4]),
+            (seeded_randn(g, 3, 8), *_linear_weights(g, 8, 4, 4)[:4]),
             ("unbatched", "non-square"),
         ),
     ]
@@ -422,16 +428,20 @@ LINEAR_SCORES = Exercise(
 
 def _scores_cases(g):
     return [
-        Case("one sentence: 4 queries, 6 keys, d_k 8", (_randn(g, 4, 8), _randn(g, 6, 8)), ("non-square",)),
+        Case("one sentence: 4 queries, 6 keys, d_k 8", (seeded_randn(g, 4, 8), seeded_randn(g, 6, 8)), ("non-square",)),
         Case(
             "batch of 2, 3 heads",
-            heads := (_randn(g, 2, 3, 4, 8), _randn(g, 2, 3, 6, 8)),
+            heads := (seeded_randn(g, 2, 3, 4, 8), seeded_randn(g, 2, 3, 6, 8)),
             ("batched", "non-square"),
         ),
-        Case("square: 5 queries, 5 keys, d_k 5", (_randn(g, 2, 5, 5), _randn(g, 2, 5, 5)), ("batched", "square")),
+        Case(
+            "square: 5 queries, 5 keys, d_k 5",
+            (seeded_randn(g, 2, 5, 5), seeded_randn(g, 2, 5, 5)),
+            ("batched", "square"),
+        ),
         Case(
             "a cube: batch of 3, 3 queries, 3 keys, d_k 3 (every axis swap runs)",
-            (_randn(g, 3, 3, 3), _randn(g, 3, 3, 3)),
+            (seeded_randn(g, 3, 3, 3), seeded_randn(g, 3, 3, 3)),
             ("batched", "square"),
         ),
         Case(
@@ -542,40 +552,45 @@ def _sdpa_cases(g):
     return [
         Case(
             "one sentence, no mask: 4 queries, 6 keys, d_k 8, d_v 5",
-            (_randn(g, 4, 8), _randn(g, 6, 8), _randn(g, 6, 5)),
+            (seeded_randn(g, 4, 8), seeded_randn(g, 6, 8), seeded_randn(g, 6, 5)),
             ("no mask", "non-square"),
         ),
         Case(
             "batch of 2, 2 heads, no mask: 5 queries, 6 keys, d_k 8, d_v 3",
-            (_randn(g, 2, 2, 5, 8), _randn(g, 2, 2, 6, 8), _randn(g, 2, 2, 6, 3)),
+            (seeded_randn(g, 2, 2, 5, 8), seeded_randn(g, 2, 2, 6, 8), seeded_randn(g, 2, 2, 6, 3)),
             ("no mask", "batched", "non-square"),
         ),
         Case(
             "one sentence with a random mask: 5 queries, 6 keys, d_k 4, d_v 7",
-            (_randn(g, 5, 4), _randn(g, 6, 4), _randn(g, 6, 7), _random_mask(g, 5, 6)),
+            (seeded_randn(g, 5, 4), seeded_randn(g, 6, 4), seeded_randn(g, 6, 7), _random_mask(g, 5, 6)),
             ("masked", "non-square"),
         ),
         Case(
             "batch of 2 with a padding mask (lengths 4 and 3)",
             (
-                _randn(g, 2, 5, 8),
-                _randn(g, 2, 6, 8),
-                _randn(g, 2, 6, 5),
+                seeded_randn(g, 2, 5, 8),
+                seeded_randn(g, 2, 6, 8),
+                seeded_randn(g, 2, 6, 5),
                 padding_mask(torch.tensor([4, 3]), 6)[:, None],
             ),
             ("masked", "batched", "non-square"),
         ),
         Case(
             "batch of 2, 2 heads, square (6 queries, 6 keys, d_k 6), random mask",
-            (_randn(g, 2, 2, 6, 6), _randn(g, 2, 2, 6, 6), _randn(g, 2, 2, 6, 3), _random_mask(g, 2, 1, 6, 6)),
+            (
+                seeded_randn(g, 2, 2, 6, 6),
+                seeded_randn(g, 2, 2, 6, 6),
+                seeded_randn(g, 2, 2, 6, 3),
+                _random_mask(g, 2, 1, 6, 6),
+            ),
             ("masked", "batched", "square"),
         ),
         Case(
             "float16: batch of 2 with a padding mask (lengths 5 and 2), d_k 16",
             (
-                _randn(g, 2, 3, 16).half(),
-                _randn(g, 2, 6, 16).half(),
-                _randn(g, 2, 6, 4).half(),
+                seeded_randn(g, 2, 3, 16).half(),
+                seeded_randn(g, 2, 6, 16).half(),
+                seeded_randn(g, 2, 6, 4).half(),
                 padding_mask(torch.tensor([5, 2]), 6)[:, None],
             ),
             ("masked", "batched", "float16", "non-square"),
@@ -583,9 +598,9 @@ def _sdpa_cases(g):
         Case(
             "bfloat16: one sentence with a random mask, 4 queries, 5 keys, d_k 12",
             (
-                _randn(g, 4, 12).bfloat16(),
-                _randn(g, 5, 12).bfloat16(),
-                _randn(g, 5, 2).bfloat16(),
+                seeded_randn(g, 4, 12).bfloat16(),
+                seeded_randn(g, 5, 12).bfloat16(),
+                seeded_randn(g, 5, 2).bfloat16(),
                 _random_mask(g, 4, 5),
             ),
             ("masked", "bfloat16", "non-square"),
@@ -601,7 +616,7 @@ def _random_mask(g: torch.Generator, *shape: int) -> torch.Tensor:
     return mask
 
 
-def _softmax_attend(scores, v, mask=None, dim=-1):
+def softmax_attend(scores, v, mask=None, dim=-1):
     """Mask the scores, softmax along ``dim``, weight the values: the shared tail of the variants below."""
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -610,53 +625,53 @@ def _softmax_attend(scores, v, mask=None, dim=-1):
 
 
 def _sdpa_no_scaling(q, k, v, mask=None):
-    return _softmax_attend(q @ k.transpose(-2, -1), v, mask)
+    return softmax_attend(q @ k.transpose(-2, -1), v, mask)
 
 
 def _sdpa_scaled_by_d_k(q, k, v, mask=None):
-    return _softmax_attend(q @ k.transpose(-2, -1) / q.shape[-1], v, mask)
+    return softmax_attend(q @ k.transpose(-2, -1) / q.shape[-1], v, mask)
 
 
 def _sdpa_multiplied_by_sqrt_d_k(q, k, v, mask=None):
-    return _softmax_attend(q @ k.transpose(-2, -1) * math.sqrt(q.shape[-1]), v, mask)
+    return softmax_attend(q @ k.transpose(-2, -1) * math.sqrt(q.shape[-1]), v, mask)
 
 
 def _sdpa_softmax_over_queries(q, k, v, mask=None):
-    return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask, dim=-2)
+    return softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask, dim=-2)
 
 
 def _sdpa_keys_not_transposed(q, k, v, mask=None):
-    return _softmax_attend(q @ k / math.sqrt(q.shape[-1]), v, mask)
+    return softmax_attend(q @ k / math.sqrt(q.shape[-1]), v, mask)
 
 
 def _sdpa_all_axes_reversed(q, k, v, mask=None):
-    return _softmax_attend(q @ _reverse_axes(k) / math.sqrt(q.shape[-1]), v, mask)
+    return softmax_attend(q @ _reverse_axes(k) / math.sqrt(q.shape[-1]), v, mask)
 
 
 def _sdpa_softmax_over_dim_1(q, k, v, mask=None):
-    return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask, dim=1)
+    return softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask, dim=1)
 
 
 def _sdpa_precedence_in_the_scale(q, k, v, mask=None):
-    return _softmax_attend(q @ k.transpose(-2, -1) / q.shape[-1] ** 1 / 2, v, mask)
+    return softmax_attend(q @ k.transpose(-2, -1) / q.shape[-1] ** 1 / 2, v, mask)
 
 
 def _sdpa_scaled_after_softmax(q, k, v, mask=None):
-    output, weights = _softmax_attend(q @ k.transpose(-2, -1), v, mask)
+    output, weights = softmax_attend(q @ k.transpose(-2, -1), v, mask)
     weights = weights / math.sqrt(q.shape[-1])
     return weights @ v, weights
 
 
 def _sdpa_scaled_by_sqrt_d_v(q, k, v, mask=None):
-    return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1]), v, mask)
+    return softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1]), v, mask)
 
 
 def _sdpa_scaled_by_8(q, k, v, mask=None):
-    return _softmax_attend(q @ k.transpose(-2, -1) / 8, v, mask)
+    return softmax_attend(q @ k.transpose(-2, -1) / 8, v, mask)
 
 
 def _sdpa_outputs_swapped(q, k, v, mask=None):
-    output, weights = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
+    output, weights = softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
     return weights, output
 
 
@@ -664,41 +679,41 @@ def _sdpa_if_mask(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask:  # raises for a mask of more than one entry
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    return _softmax_attend(scores, v)
+    return softmax_attend(scores, v)
 
 
 def _sdpa_fill_minus_1e9(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, -1e9)  # overflows float16
-    return _softmax_attend(scores, v)
+    return softmax_attend(scores, v)
 
 
 def _sdpa_mask_added(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = scores + mask  # True counts as 1: a bonus, not a block
-    return _softmax_attend(scores, v)
+    return softmax_attend(scores, v)
 
 
 def _sdpa_computed_in_float32(q, k, v, mask=None):
-    output, weights = _softmax_attend(q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1]), v.float(), mask)
+    output, weights = softmax_attend(q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1]), v.float(), mask)
     return output, weights
 
 
 def _sdpa_mask_ignored(q, k, v, mask=None):
-    return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v)
+    return softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v)
 
 
 def _sdpa_mask_inverted(q, k, v, mask=None):
-    return _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, None if mask is None else ~mask)
+    return softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, None if mask is None else ~mask)
 
 
 def _sdpa_masked_scores_zero(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, 0.0)
-    return _softmax_attend(scores, v)
+    return softmax_attend(scores, v)
 
 
 def _sdpa_mask_after_softmax(q, k, v, mask=None):
@@ -906,7 +921,11 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
 
 def _flexible_cases(g):
     def qkv(*lead, q_len=4, k_len=6, d_k=8, d_v=5):
-        return _randn(g, *lead, q_len, d_k), _randn(g, *lead, k_len, d_k), _randn(g, *lead, k_len, d_v)
+        return (
+            seeded_randn(g, *lead, q_len, d_k),
+            seeded_randn(g, *lead, k_len, d_k),
+            seeded_randn(g, *lead, k_len, d_v),
+        )
 
     kept = torch.tensor([True, True, False, True, False, True])  # (k_len,): keys 2 and 4 blocked
     additive = torch.zeros(6).masked_fill(~kept, -math.inf)  # (k_len,): 0 keeps, -inf blocks
@@ -1044,14 +1063,14 @@ def _flexible_sdpa_of_notebook_02(q, k, v, mask=None, scale=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # `scale` never read
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # `~` raises on a float mask
-    return _softmax_attend(scores, v)
+    return softmax_attend(scores, v)
 
 
 def _flexible_bool_only(q, k, v, mask=None, scale=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) if scale is None else q @ k.transpose(-2, -1) * scale
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # `~` raises on a float mask
-    return _softmax_attend(scores, v)
+    return softmax_attend(scores, v)
 
 
 def _flexible_scale_divides(q, k, v, mask=None, scale=None):
@@ -1073,7 +1092,7 @@ def _flexible_masked(scores, v, mask):
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     elif mask is not None:
         scores = scores + mask
-    return _softmax_attend(scores, v)
+    return softmax_attend(scores, v)
 
 
 FLEXIBLE_ATTENTION = Exercise(
@@ -1135,7 +1154,7 @@ FLEXIBLE_ATTENTION = Exercise(
 def _softmax_cases(g):
     spread = torch.tensor([[1000.0, 999.0, 990.0, 0.0], [-1000.0, -1001.0, -1003.0, -1010.0]])  # (2, 4)
     return [
-        Case("scores of about 1, 3 rows of 5", (_randn(g, 3, 5),), ("defaults", "non-square")),
+        Case("scores of about 1, 3 rows of 5", (seeded_randn(g, 3, 5),), ("defaults", "non-square")),
         Case(
             "scores of 1000 and of -1000, in rows far apart (a shared shift underflows one of them)",
             (spread,),
@@ -1143,22 +1162,22 @@ def _softmax_cases(g):
         ),
         Case(
             "a batch of 2 x 2 heads, scores of about 100, dim=-1",
-            (_randn(g, 2, 2, 3, 6, scale=100.0), -1),
+            (seeded_randn(g, 2, 2, 3, 6, scale=100.0), -1),
             ("batched", "non-square"),
         ),
         Case(
             "softmax down the columns: 4 rows of 3, scores of about 500, dim=0",
-            (_randn(g, 4, 3, scale=500.0), 0),
+            (seeded_randn(g, 4, 3, scale=500.0), 0),
             ("non-square",),
         ),
         Case(
             "a square batch, softmax over dim=1: (3, 3, 3), scores of about 50",
-            (_randn(g, 3, 3, 3, scale=50.0), 1),
+            (seeded_randn(g, 3, 3, 3, scale=50.0), 1),
             ("batched", "square"),
         ),
         Case(
             "float16 scores of about 30 (exp(12) already overflows float16)",
-            (_randn(g, 2, 6, scale=30.0).half(),),
+            (seeded_randn(g, 2, 6, scale=30.0).half(),),
             ("float16", "defaults", "non-square"),
         ),
         Case(

@@ -24,7 +24,7 @@ from ..layernorm import layer_norm
 from ..positional import sinusoidal_position_encoding
 from ..weights import hf_to_ours
 from .diagnosis import equals_one_of, is_integral
-from .random_inputs import _ln_params, _randn
+from .random_inputs import seeded_ln_params, seeded_randn
 from .records import Case, Exercise, Knob, Mistake
 
 
@@ -55,7 +55,7 @@ def _embedding_cases(g):
                 torch.randint(0, 20, (2, 3), generator=g),
                 torch.tensor([[0, 1, 1], [0, 0, 1]]),
                 *(table * 0.001 for table in _embedding_tables(g, 4, segments=2)[:3]),
-                *_ln_params(g, 4),
+                *seeded_ln_params(g, 4),
             ),
             ("defaults", "batched"),
         ),
@@ -75,10 +75,10 @@ def _embedding_cases(g):
 def _embedding_tables(g, hidden, segments):
     """word (20, hidden), position (10, hidden), token type (segments, hidden), LayerNorm gamma and beta."""
     return (
-        _randn(g, 20, hidden),
-        _randn(g, 10, hidden),
-        _randn(g, segments, hidden),
-        *_ln_params(g, hidden),
+        seeded_randn(g, 20, hidden),
+        seeded_randn(g, 10, hidden),
+        seeded_randn(g, segments, hidden),
+        *seeded_ln_params(g, hidden),
     )
 
 
@@ -511,12 +511,12 @@ def _mlm_cases(g):
 def _mlm_args(g, leading, hidden, vocab, eps, dense_scale=1.0):
     """hidden states, dense weight (out, in) and bias, LayerNorm gamma and beta, word table, decoder bias (, eps)."""
     args = (
-        _randn(g, *leading, hidden),
-        _randn(g, hidden, hidden, scale=dense_scale / hidden**0.5),
-        _randn(g, hidden, scale=dense_scale),
-        *_ln_params(g, hidden),
-        _randn(g, vocab, hidden),
-        _randn(g, vocab),
+        seeded_randn(g, *leading, hidden),
+        seeded_randn(g, hidden, hidden, scale=dense_scale / hidden**0.5),
+        seeded_randn(g, hidden, scale=dense_scale),
+        *seeded_ln_params(g, hidden),
+        seeded_randn(g, vocab, hidden),
+        seeded_randn(g, vocab),
     )
     return args if eps is None else (*args, eps)
 

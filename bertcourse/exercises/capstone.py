@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..capstone.differences import first_difference, relative_error_by_layer
-from .random_inputs import _randn
+from .random_inputs import seeded_randn
 from .records import Case, Exercise, Mistake
 
 # --- first_difference ----------------------------------------------------------------------------
@@ -26,11 +26,11 @@ from .records import Case, Exercise, Mistake
 def _steps(g):
     """The steps of a small model's forward pass, in order: values of about 1 and MLM logits of about 20."""
     return {
-        "embeddings": _randn(g, 2, 3, 4),
-        "layer 0: Q, K and V": tuple(_randn(g, 2, 3, 4) for _ in range(3)),
-        "layer 0: attention scores": _randn(g, 2, 2, 3, 3),
-        "layer 0: feed-forward": _randn(g, 2, 3, 4),
-        "MLM head": _randn(g, 2, 3, 10, scale=20.0),
+        "embeddings": seeded_randn(g, 2, 3, 4),
+        "layer 0: Q, K and V": tuple(seeded_randn(g, 2, 3, 4) for _ in range(3)),
+        "layer 0: attention scores": seeded_randn(g, 2, 2, 3, 3),
+        "layer 0: feed-forward": seeded_randn(g, 2, 3, 4),
+        "MLM head": seeded_randn(g, 2, 3, 10, scale=20.0),
     }
 
 
@@ -47,7 +47,7 @@ def _copy(steps, noise_of=None):
 
 def _first_cases(g):
     theirs = _steps(g)
-    rounding = _copy(theirs, lambda name, t: t + 1e-6 * _randn(g, *t.shape))  # float32 rounding: far below 1e-4
+    rounding = _copy(theirs, lambda name, t: t + 1e-6 * seeded_randn(g, *t.shape))  # float32 rounding: far below 1e-4
     one_off = _copy(theirs, lambda name, t: t + 0.01 if name == "layer 0: attention scores" else t)
 
     def two_off(name, t):  # a wrong score, and the error it passes on grown larger in the MLM head
@@ -62,7 +62,7 @@ def _first_cases(g):
     qkv["layer 0: Q, K and V"] = (q, k + 0.5, v)
     reordered = _copy(theirs, lambda name, t: t + 0.5 if name in ("layer 0: feed-forward", "embeddings") else t)
     reordered = {name: reordered[name] for name in reversed(list(reordered))}  # recorded in another order
-    extra = {"layer 0: a step of yours only": _randn(g, 3), **_copy(theirs)}
+    extra = {"layer 0: a step of yours only": seeded_randn(g, 3), **_copy(theirs)}
     pair = {"a": torch.ones(2, 3), "b": torch.ones(2, 3)}
     broadcast = {"a": torch.ones(1, 3), "b": torch.ones(2, 3)}  # one row where the reference has two equal rows
     relative_theirs = {"a": torch.tensor([1.0, 2.0, -1.0]), "b": torch.tensor([0.5])}
@@ -217,10 +217,10 @@ def _layers(g, count, *shape, growth=1.0, error=1e-3):
     theirs, ours = [], []
     for layer in range(count):
         sizes = torch.linspace(0.5, 3.0, shape[-2])[:, None]  # (seq, 1): tokens of different sizes
-        t = _randn(g, *shape) * sizes
+        t = seeded_randn(g, *shape) * sizes
         t[..., 0] = 1e-4  # entries near 0: an elementwise ratio divides by them
         theirs.append(t)
-        ours.append(t + error * growth**layer * _randn(g, *shape))
+        ours.append(t + error * growth**layer * seeded_randn(g, *shape))
     return tuple(ours), tuple(theirs)
 
 

@@ -28,7 +28,7 @@ from ..finetuning import (
 from ..finetuning.table import choose_on_dev
 from ..heads import IGNORE_INDEX
 from .diagnosis import equals_one_of
-from .random_inputs import _randn
+from .random_inputs import seeded_randn
 from .records import Case, Exercise, Knob, Mistake
 
 # --- classification_logits ---------------------------------------------------------------------
@@ -37,11 +37,13 @@ from .records import Case, Exercise, Knob, Mistake
 def _head_case(g, shape, num_labels):
     hidden = shape[-1]
     return (
-        _randn(g, *shape),
-        _randn(g, hidden, hidden) / hidden**0.5 * 2,  # pre-activations of about unit size: tanh is not linear there
-        _randn(g, hidden) * 0.5,
-        _randn(g, num_labels, hidden),
-        _randn(g, num_labels),
+        seeded_randn(g, *shape),
+        seeded_randn(g, hidden, hidden)
+        / hidden**0.5
+        * 2,  # pre-activations of about unit size: tanh is not linear there
+        seeded_randn(g, hidden) * 0.5,
+        seeded_randn(g, num_labels, hidden),
+        seeded_randn(g, num_labels),
     )
 
 
@@ -673,7 +675,7 @@ def _span_case(g, seq, question, max_len, plants, batch=None, empty_rows=(), shi
     """Random logits for [CLS] question [SEP] passage [SEP] with planted values (row, 'start'/'end', pos, value);
     ``shift`` is added to every logit (a negative one: every span, the best valid one too, scores below 0)."""
     shape = (seq,) if batch is None else (batch, seq)
-    start, end = _randn(g, *shape) + shift, _randn(g, *shape) + shift
+    start, end = seeded_randn(g, *shape) + shift, seeded_randn(g, *shape) + shift
     mask = torch.zeros(shape, dtype=torch.bool)
     mask[..., question + 2 : seq - 1] = True  # the passage: after [CLS] question [SEP], before the last [SEP]
     for row in empty_rows:

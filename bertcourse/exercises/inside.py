@@ -24,13 +24,13 @@ import torch.nn.functional as F
 from ..inside import attention_rollout, role_score, role_targets, value_weighted_norms, word_piece_targets
 from ..pooling import mean_pooling
 from .diagnosis import equals_one_of
-from .random_inputs import _randn
+from .random_inputs import seeded_randn
 from .records import Case, Exercise, Mistake
 
 
 def _attention(g, *shape):
     """Random attention weights of ``shape`` (..., seq, seq): each row a softmax, so it sums to 1."""
-    return (_randn(g, *shape) * 2.0).softmax(dim=-1)
+    return (seeded_randn(g, *shape) * 2.0).softmax(dim=-1)
 
 
 # --- role_score ----------------------------------------------------------------------------------
@@ -354,30 +354,30 @@ def _pooling_cases(g):
     return [
         Case(
             "2 sentences of 5 and 3 tokens, padded at the end to 5, a 0/1 long mask, hidden 4",
-            (_randn(g, 2, 5, 4), torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])),
+            (seeded_randn(g, 2, 5, 4), torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])),
             ("batched", "masked"),
         ),
         Case(
             "the same, with a bool mask",
-            (_randn(g, 2, 5, 4), torch.tensor([[True] * 5, [True, True, True, False, False]])),
+            (seeded_randn(g, 2, 5, 4), torch.tensor([[True] * 5, [True, True, True, False, False]])),
             ("batched", "masked"),
         ),
         Case(
             "2 sentences of 5 and 3 tokens, the padding at the start (left padding), a 0/1 long mask, hidden 4",
-            (_randn(g, 2, 5, 4), torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]])),
+            (seeded_randn(g, 2, 5, 4), torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]])),
             ("batched", "masked"),
         ),
         Case(
             "2 sentences of 5 and 3 tokens, the second with holes in its mask (1, 0, 1, 0, 1), hidden 4",
-            (_randn(g, 2, 5, 4), torch.tensor([[1, 1, 1, 1, 1], [1, 0, 1, 0, 1]])),
+            (seeded_randn(g, 2, 5, 4), torch.tensor([[1, 1, 1, 1, 1], [1, 0, 1, 0, 1]])),
             ("batched", "masked"),
         ),
         Case(
             "2 sentences of 5 tokens, no padding (a mask of ones), hidden 4",
-            (_randn(g, 2, 5, 4), torch.ones(2, 5, dtype=torch.long)),
+            (seeded_randn(g, 2, 5, 4), torch.ones(2, 5, dtype=torch.long)),
             ("batched", "masked"),
         ),
-        Case("attention_mask left out: 2 sentences of 5 tokens, hidden 4", (_randn(g, 2, 5, 4),), ("defaults",)),
+        Case("attention_mask left out: 2 sentences of 5 tokens, hidden 4", (seeded_randn(g, 2, 5, 4),), ("defaults",)),
     ]
 
 
@@ -680,9 +680,9 @@ WORD_PIECE_TARGETS = Exercise(
 
 def _value_case(g, leading, heads, seq, d_k, hidden):
     attention = _attention(g, *leading, heads, seq, seq)
-    values = _randn(g, *leading, heads, seq, d_k)
+    values = seeded_randn(g, *leading, heads, seq, d_k)
     values[..., 0, :] *= 0.05  # key 0 sends a short vector, as [CLS] does in the sink heads
-    return (attention, values, _randn(g, hidden, heads * d_k))
+    return (attention, values, seeded_randn(g, hidden, heads * d_k))
 
 
 def _value_cases(g):

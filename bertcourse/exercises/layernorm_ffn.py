@@ -25,7 +25,7 @@ from ..layernorm import layer_norm
 from ..masks import padding_mask
 from ..multihead import multi_head_attention
 from .diagnosis import equals_one_of
-from .random_inputs import _ln_params, _randn, _weights
+from .random_inputs import seeded_ln_params, seeded_randn, seeded_weight
 from .records import Case, Exercise, Knob, Mistake
 
 
@@ -33,22 +33,22 @@ def _layer_norm_cases(g):
     return [
         Case(
             "one sentence of 5 tokens, d 8, eps 1e-12",
-            (_randn(g, 5, 8, scale=3.0) + 2.0, *_ln_params(g, 8), 1e-12),
+            (seeded_randn(g, 5, 8, scale=3.0) + 2.0, *seeded_ln_params(g, 8), 1e-12),
             ("non-square",),
         ),
         Case(
             "batch of 2, odd width d 7, eps 1e-5",
-            (_randn(g, 2, 4, 7, scale=3.0) - 1.0, *_ln_params(g, 7), 1e-5),
+            (seeded_randn(g, 2, 4, 7, scale=3.0) - 1.0, *seeded_ln_params(g, 7), 1e-5),
             ("batched", "non-square"),
         ),
         Case(
             "a large eps = 0.5, so where eps goes matters",
-            (_randn(g, 3, 6), *_ln_params(g, 6), 0.5),
+            (seeded_randn(g, 3, 6), *seeded_ln_params(g, 6), 0.5),
             ("non-square",),
         ),
         Case(
             "eps left out, so it is BERT's 1e-12: batch of 2, 3 tokens, d 5, tiny values (about 0.003)",
-            (_randn(g, 2, 3, 5, scale=0.003), *_ln_params(g, 5)),
+            (seeded_randn(g, 2, 3, 5, scale=0.003), *seeded_ln_params(g, 5)),
             ("defaults", "batched", "non-square"),
         ),
     ]
@@ -280,11 +280,13 @@ def _ffn_cases(g):
     identity = torch.eye(17, dtype=torch.float32)
     return [
         Case(
-            "one sentence of 5 tokens, d_model 6, d_ff 24", (_randn(g, 5, 6), *_ffn_params(g, 6, 24)), ("non-square",)
+            "one sentence of 5 tokens, d_model 6, d_ff 24",
+            (seeded_randn(g, 5, 6), *_ffn_params(g, 6, 24)),
+            ("non-square",),
         ),
         Case(
             "batch of 2, odd sizes d_model 5, d_ff 7",
-            (_randn(g, 2, 3, 5), *_ffn_params(g, 5, 7)),
+            (seeded_randn(g, 2, 3, 5), *_ffn_params(g, 5, 7)),
             ("batched", "non-square"),
         ),
         Case(
@@ -300,14 +302,19 @@ def _ffn_cases(g):
         ),
         Case(
             "random square weights, d_model = d_ff = 6: a square case that is no identity",
-            (_randn(g, 4, 6), *_ffn_params(g, 6, 6)),
+            (seeded_randn(g, 4, 6), *_ffn_params(g, 6, 6)),
             ("square",),
         ),
     ]
 
 
 def _ffn_params(g, d_model, d_ff):
-    return _weights(g, d_model, d_ff), _randn(g, d_ff), _weights(g, d_ff, d_model), _randn(g, d_model)
+    return (
+        seeded_weight(g, d_model, d_ff),
+        seeded_randn(g, d_ff),
+        seeded_weight(g, d_ff, d_model),
+        seeded_randn(g, d_model),
+    )
 
 
 def _ffn_relu(x, w1, b1, w2, b2):
@@ -492,18 +499,22 @@ def _layer_cases(g):
 def _layer_args(g, batch, seq, d_model, heads, eps, lengths=None, scale=1.0):
     """x, attention, feed_forward, ln1 gamma and beta, ln2 gamma and beta (and eps, unless it is left out)."""
     mask = None if lengths is None else padding_mask(torch.tensor(lengths), seq)[:, None, None, :]
-    w_q, w_k, w_v, w_o = (_weights(g, d_model, d_model) * scale for _ in range(4))
+    w_q, w_k, w_v, w_o = (seeded_weight(g, d_model, d_model) * scale for _ in range(4))
     attention = functools.partial(multi_head_attention, w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, num_heads=heads, mask=mask)
-    w1, w2 = _weights(g, d_model, 2 * d_model) * scale, _weights(g, 2 * d_model, d_model) * scale
+    w1, w2 = seeded_weight(g, d_model, 2 * d_model) * scale, seeded_weight(g, 2 * d_model, d_model) * scale
     ffn = functools.partial(
-        feed_forward, w1=w1, b1=_randn(g, 2 * d_model, scale=scale), w2=w2, b2=_randn(g, d_model, scale=scale)
+        feed_forward,
+        w1=w1,
+        b1=seeded_randn(g, 2 * d_model, scale=scale),
+        w2=w2,
+        b2=seeded_randn(g, d_model, scale=scale),
     )
     args = (
-        _randn(g, batch, seq, d_model, scale=scale),
+        seeded_randn(g, batch, seq, d_model, scale=scale),
         attention,
         ffn,
-        *_ln_params(g, d_model),
-        *_ln_params(g, d_model),
+        *seeded_ln_params(g, d_model),
+        *seeded_ln_params(g, d_model),
     )
     return args if eps is None else (*args, eps)
 
@@ -1167,7 +1178,7 @@ def _stack_cases(g):
         for _ in range(num_layers):
             x, *pieces = _layer_args(g, 2, 5, 8, 2, eps=None, lengths=lengths, scale=scale)
             layers.append(tuple(pieces))
-        final = _ln_params(g, 8)
+        final = seeded_ln_params(g, 8)
         return (x, layers, *final) + (() if eps is None else (eps,))
 
     return [

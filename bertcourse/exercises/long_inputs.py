@@ -26,7 +26,7 @@ from ..long_inputs import local_global_mask, merge_softmax_blocks, softmax_block
 from ..long_inputs.blockwise import _safe_max
 from ..long_inputs.local import longformer_mask
 from ..long_inputs.windows import average_token_outputs, merge_token_outputs
-from .random_inputs import _randn
+from .random_inputs import seeded_randn
 from .records import Case, Exercise, Knob, Mistake
 
 # --- window_spans -----------------------------------------------------------------------------
@@ -145,11 +145,11 @@ def _block_states(g, scores_shape, d_v, masked_rows=(), masked_in=("a",)):
     """The online-softmax states of two blocks of random scores; ``masked_rows`` have every key masked."""
     states = []
     for block in ("a", "b"):
-        scores = _randn(g, *scores_shape, scale=3.0)  # (..., q_len, block)
+        scores = seeded_randn(g, *scores_shape, scale=3.0)  # (..., q_len, block)
         for row in masked_rows:
             if block in masked_in:
                 scores[..., row, :] = -math.inf
-        v = _randn(g, *scores_shape[:-2], scores_shape[-1], d_v)  # (..., block, d_v)
+        v = seeded_randn(g, *scores_shape[:-2], scores_shape[-1], d_v)  # (..., block, d_v)
         states.extend(softmax_block_state(scores, v))
     return tuple(states)
 
@@ -553,7 +553,7 @@ LOCAL_GLOBAL_MASK = Exercise(
 def _average_case(g, n_tokens, window, stride, hidden=5, extra_positions=0):
     spans = window_spans(n_tokens, window, stride)  # (n_windows, 2)
     longest = int((spans[:, 1] - spans[:, 0]).max())
-    return (_randn(g, spans.shape[0], longest + 2 + extra_positions, hidden), spans)
+    return (seeded_randn(g, spans.shape[0], longest + 2 + extra_positions, hidden), spans)
 
 
 def _average_cases(g):

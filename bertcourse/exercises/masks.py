@@ -17,7 +17,7 @@ import torch
 
 from ..attention import masked_softmax
 from ..masks import causal_mask, key_padding_mask, mask_from_torch, padding_mask
-from .random_inputs import _randn
+from .random_inputs import seeded_randn
 from .records import Case, Exercise, Knob, Mistake
 
 
@@ -218,26 +218,26 @@ def _masked_softmax_cases(g):
     fully_masked = torch.ones(2, 4, 5, dtype=torch.bool)
     fully_masked[1, 2] = False  # query 2 of sentence 1 may attend to no key
     fully_masked[0, :, 3:] = False
-    very_negative = _randn(g, 2, 3, 4).half() * 100 - 20000  # real float16 scores far below -1e4
+    very_negative = seeded_randn(g, 2, 3, 4).half() * 100 - 20000  # real float16 scores far below -1e4
     return [
         Case(
             "one sentence, 4 queries, 6 keys, a random mask",
-            (_randn(g, 4, 6), _random_bool(g, 4, 6)),
+            (seeded_randn(g, 4, 6), _random_bool(g, 4, 6)),
             ("masked", "unbatched"),
         ),
         Case(
             "a batch of 2 with a padding mask (batch, 1, k_len) that broadcasts over the queries",
-            (_randn(g, 2, 3, 5), padding_mask(torch.tensor([5, 2]), 5)[:, None, :]),
+            (seeded_randn(g, 2, 3, 5), padding_mask(torch.tensor([5, 2]), 5)[:, None, :]),
             ("masked", "batched"),
         ),
         Case(
             "a query row whose keys are all masked (sentence 1, query 2): its weights must be 0",
-            (_randn(g, 2, 4, 5), fully_masked),
+            (seeded_randn(g, 2, 4, 5), fully_masked),
             ("masked", "batched", "fully masked row"),
         ),
         Case(
             "float16 scores with a padding mask",
-            (_randn(g, 2, 3, 4).half(), padding_mask(torch.tensor([4, 1]), 4)[:, None, :]),
+            (seeded_randn(g, 2, 3, 4).half(), padding_mask(torch.tensor([4, 1]), 4)[:, None, :]),
             ("masked", "batched", "float16"),
         ),
         Case(
@@ -247,13 +247,13 @@ def _masked_softmax_cases(g):
         ),
         Case(
             "bfloat16 scores, a causal mask of 4 x 4",
-            (_randn(g, 2, 4, 4).bfloat16(), causal_mask(4)),
+            (seeded_randn(g, 2, 4, 4).bfloat16(), causal_mask(4)),
             ("masked", "batched", "bfloat16"),
         ),
-        Case("no mask given: a plain softmax over the keys", (_randn(g, 3, 4),), ("no mask", "unbatched")),
+        Case("no mask given: a plain softmax over the keys", (seeded_randn(g, 3, 4),), ("no mask", "unbatched")),
         Case(
             "float32 scores near -1e6: a fill that merely fits float16 (-65504) is not low enough here",
-            (_randn(g, 2, 3) * 1000 - 1e6, torch.tensor([[True, True, False], [True, False, True]])),
+            (seeded_randn(g, 2, 3) * 1000 - 1e6, torch.tensor([[True, True, False], [True, False, True]])),
             ("masked", "unbatched"),
         ),
     ]

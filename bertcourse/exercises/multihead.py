@@ -19,19 +19,21 @@ import torch
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ..multihead import merge_heads, multi_head_attention, split_fused_qkv, split_heads, torch_multi_head_attention
-from .attention import _softmax_attend
-from .random_inputs import _randn, _weights
+from .attention import softmax_attend
+from .random_inputs import seeded_randn, seeded_weight
 from .records import Case, Exercise, Knob, Mistake
 
 
 def _split_cases(g):
     return [
-        Case("batch of 2, 6 tokens, d_model 12, 3 heads", (_randn(g, 2, 6, 12), 3), ("batched", "non-square")),
-        Case("one sentence of 5 tokens, d_model 8, 2 heads", (_randn(g, 1, 5, 8), 2), ("non-square",)),
-        Case("odd sizes: 7 tokens, d_model 10, 5 heads of 2", (_randn(g, 3, 7, 10), 5), ("batched", "non-square")),
+        Case("batch of 2, 6 tokens, d_model 12, 3 heads", (seeded_randn(g, 2, 6, 12), 3), ("batched", "non-square")),
+        Case("one sentence of 5 tokens, d_model 8, 2 heads", (seeded_randn(g, 1, 5, 8), 2), ("non-square",)),
+        Case(
+            "odd sizes: 7 tokens, d_model 10, 5 heads of 2", (seeded_randn(g, 3, 7, 10), 5), ("batched", "non-square")
+        ),
         Case(
             "as many tokens as heads and as d_head: 3 tokens, 3 heads of 3",
-            (_randn(g, 2, 3, 9), 3),
+            (seeded_randn(g, 2, 3, 9), 3),
             ("batched", "square"),
         ),
     ]
@@ -106,9 +108,13 @@ SPLIT_HEADS = Exercise(
 
 def _merge_cases(g):
     return [
-        Case("batch of 2, 3 heads, 5 tokens, d_head 4", (_randn(g, 2, 3, 5, 4),), ("batched", "non-square")),
-        Case("one sentence, 2 heads, 3 tokens, d_head 2", (_randn(g, 1, 2, 3, 2),), ("non-square",)),
-        Case("as many heads as tokens: 4 heads, 4 tokens, d_head 3", (_randn(g, 2, 4, 4, 3),), ("batched", "square")),
+        Case("batch of 2, 3 heads, 5 tokens, d_head 4", (seeded_randn(g, 2, 3, 5, 4),), ("batched", "non-square")),
+        Case("one sentence, 2 heads, 3 tokens, d_head 2", (seeded_randn(g, 1, 2, 3, 2),), ("non-square",)),
+        Case(
+            "as many heads as tokens: 4 heads, 4 tokens, d_head 3",
+            (seeded_randn(g, 2, 4, 4, 3),),
+            ("batched", "square"),
+        ),
     ]
 
 
@@ -181,14 +187,18 @@ MERGE_HEADS = Exercise(
 
 def _fused_cases(g):
     return [
-        Case("batch of 2, 5 tokens, d_model 8, 2 heads", (_randn(g, 2, 5, 24), 2), ("batched", "non-square")),
-        Case("one sentence of 3 tokens, d_model 6, 3 heads of 2", (_randn(g, 1, 3, 18), 3), ("non-square",)),
+        Case("batch of 2, 5 tokens, d_model 8, 2 heads", (seeded_randn(g, 2, 5, 24), 2), ("batched", "non-square")),
+        Case("one sentence of 3 tokens, d_model 6, 3 heads of 2", (seeded_randn(g, 1, 3, 18), 3), ("non-square",)),
         Case(
             "as many tokens as heads and as d_head: 3 tokens, 3 heads of 3",
-            (_randn(g, 2, 3, 27), 3),
+            (seeded_randn(g, 2, 3, 27), 3),
             ("batched", "square"),
         ),
-        Case("one head: batch of 2, 4 tokens, d_model 5", (_randn(g, 2, 4, 15), 1), ("batched", "odd", "non-square")),
+        Case(
+            "one head: batch of 2, 4 tokens, d_model 5",
+            (seeded_randn(g, 2, 4, 15), 1),
+            ("batched", "odd", "non-square"),
+        ),
     ]
 
 
@@ -264,8 +274,8 @@ SPLIT_FUSED_QKV = Exercise(
 
 
 def _mha_cases(g):
-    first = (_randn(g, 2, 5, 8), *_mha_weights(g, 8), 2)
-    padded = (_randn(g, 2, 6, 12), *_mha_weights(g, 12), 3)
+    first = (seeded_randn(g, 2, 5, 8), *_mha_weights(g, 8), 2)
+    padded = (seeded_randn(g, 2, 6, 12), *_mha_weights(g, 12), 3)
     return [
         Case("batch of 2, 5 tokens, d_model 8, 2 heads, no mask", first, ("no mask", "batched")),
         Case(
@@ -275,7 +285,7 @@ def _mha_cases(g):
         ),
         Case(
             "one sentence of 4 tokens, d_model 6, 3 heads of 2, causal mask",
-            (_randn(g, 1, 4, 6), *_mha_weights(g, 6), 3, causal_mask(4)),
+            (seeded_randn(g, 1, 4, 6), *_mha_weights(g, 6), 3, causal_mask(4)),
             ("masked",),
         ),
         Case("the inputs of case 2 without the mask", padded, ("no mask", "batched")),
@@ -283,7 +293,7 @@ def _mha_cases(g):
 
 
 def _mha_weights(g, d_model):
-    return tuple(_weights(g, d_model, d_model) for _ in range(4))
+    return tuple(seeded_weight(g, d_model, d_model) for _ in range(4))
 
 
 def _mha_heads(x, w_q, w_k, w_v, num_heads):
@@ -297,28 +307,28 @@ def _mha_no_output_projection(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
 
 def _mha_scaled_by_sqrt_d_model(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     q, k, v = _mha_heads(x, w_q, w_k, w_v, num_heads)
-    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1]), v, mask)
+    context, _ = softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1]), v, mask)
     return merge_heads(context) @ w_o
 
 
 def _mha_split_without_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     batch, seq, d_model = x.shape
     q, k, v = ((x @ w).view(batch, seq, num_heads, d_model // num_heads) for w in (w_q, w_k, w_v))
-    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(d_model // num_heads), v, mask)
+    context, _ = softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(d_model // num_heads), v, mask)
     return context.reshape(batch, seq, d_model) @ w_o
 
 
 def _mha_plain_reshape(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     batch, seq, d_model = x.shape
     q, k, v = ((x @ w).reshape(batch, num_heads, seq, d_model // num_heads) for w in (w_q, w_k, w_v))
-    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(d_model // num_heads), v, mask)
+    context, _ = softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(d_model // num_heads), v, mask)
     return context.reshape(batch, seq, d_model) @ w_o  # the same plain reshape back
 
 
 def _mha_plain_reshape_merged_right(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     batch, seq, d_model = x.shape
     q, k, v = ((x @ w).reshape(batch, num_heads, seq, d_model // num_heads) for w in (w_q, w_k, w_v))
-    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(d_model // num_heads), v, mask)
+    context, _ = softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(d_model // num_heads), v, mask)
     return merge_heads(context) @ w_o
 
 
@@ -333,7 +343,7 @@ def _mha_if_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask:  # raises for a mask of more than one entry
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    return merge_heads(_softmax_attend(scores, v)[0]) @ w_o
+    return merge_heads(softmax_attend(scores, v)[0]) @ w_o
 
 
 def _mha_mask_inverted(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
@@ -521,44 +531,44 @@ MULTI_HEAD_ATTENTION = Exercise(
 
 def _torch_mha_cases(g):
     def pieces(d_model):
-        in_proj = torch.cat([_weights(g, d_model, d_model).T for _ in range(3)])  # (3 d_model, d_model), (out, in)
+        in_proj = torch.cat([seeded_weight(g, d_model, d_model).T for _ in range(3)])  # (3 d_model, d_model), (out, in)
         return (
             in_proj,
-            _randn(g, 3 * d_model, scale=0.5),
-            _weights(g, d_model, d_model).T,
-            _randn(g, d_model, scale=0.5),
+            seeded_randn(g, 3 * d_model, scale=0.5),
+            seeded_weight(g, d_model, d_model).T,
+            seeded_randn(g, d_model, scale=0.5),
         )
 
     end = torch.tensor([[False] * 5, [False, False, False, True, True]])  # (2, 5): True = ignore
     return [
         Case(
             "batch of 2, 5 tokens, d_model 8, 2 heads, no mask",
-            (_randn(g, 2, 5, 8), *pieces(8), 2),
+            (seeded_randn(g, 2, 5, 8), *pieces(8), 2),
             ("batched", "no mask", "non-square"),
         ),
         Case(
             "the same sizes with a key_padding_mask (sentence 2 padded at the end; True = ignore)",
-            (_randn(g, 2, 5, 8), *pieces(8), 2, end),
+            (seeded_randn(g, 2, 5, 8), *pieces(8), 2, end),
             ("batched", "masked", "non-square"),
         ),
         Case(
             "the same sizes, sentence 2 padded at the start",
-            (_randn(g, 2, 5, 8), *pieces(8), 2, end.flip(-1)),
+            (seeded_randn(g, 2, 5, 8), *pieces(8), 2, end.flip(-1)),
             ("batched", "masked", "non-square"),
         ),
         Case(
             "the same sizes, 4 heads of 2",
-            (_randn(g, 2, 5, 8), *pieces(8), 4),
+            (seeded_randn(g, 2, 5, 8), *pieces(8), 4),
             ("batched", "no mask", "non-square"),
         ),
         Case(
             "the same sizes, 1 head",
-            (_randn(g, 2, 5, 8), *pieces(8), 1),
+            (seeded_randn(g, 2, 5, 8), *pieces(8), 1),
             ("batched", "no mask", "non-square"),
         ),
         Case(
             "4 tokens, 2 heads of 4 (as many tokens as d_head: a transposed head still runs)",
-            (_randn(g, 2, 4, 8), *pieces(8), 2),
+            (seeded_randn(g, 2, 4, 8), *pieces(8), 2),
             ("batched", "no mask", "square"),
         ),
     ]
@@ -697,7 +707,7 @@ def _tmha_not_flipped(
 ):
     q, k, v = split_fused_qkv(x @ in_proj_weight.T + in_proj_bias, num_heads)
     mask = None if key_padding_mask is None else key_padding_mask[:, None, None, :]  # True taken as "may attend"
-    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
+    context, _ = softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
     return merge_heads(context) @ out_proj_weight.T + out_proj_bias
 
 
@@ -706,7 +716,7 @@ def _tmha_weights_as_stored(
 ):
     q, k, v = split_fused_qkv(x @ in_proj_weight.T + in_proj_bias, num_heads)
     mask = None if key_padding_mask is None else ~key_padding_mask[:, None, None, :]
-    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
+    context, _ = softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
     return merge_heads(context) @ out_proj_weight + out_proj_bias  # runs: out_proj is square
 
 
@@ -717,7 +727,7 @@ def _tmha_plain_reshape(
     parts = (x @ in_proj_weight.T + in_proj_bias).chunk(3, dim=-1)
     q, k, v = (part.reshape(batch, num_heads, seq, d_model // num_heads) for part in parts)
     mask = None if key_padding_mask is None else ~key_padding_mask[:, None, None, :]
-    context, _ = _softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
+    context, _ = softmax_attend(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
     return context.reshape(batch, seq, d_model) @ out_proj_weight.T + out_proj_bias
 
 

@@ -25,7 +25,7 @@ import torch
 from ..distributed.reduction import global_mean_loss
 from ..precision import average_gradients, safe_loss_scale, scaler_update
 from .diagnosis import equals_one_of
-from .random_inputs import _randn
+from .random_inputs import seeded_randn
 from .records import Case, Exercise, Mistake
 
 # --- global_mean_loss ----------------------------------------------------------------------------
@@ -35,7 +35,7 @@ def _global_cases(g):
     counts_equal = torch.tensor([6, 6])
     counts_unequal = torch.tensor([2, 9])
     return [
-        Case("2 ranks holding 6 masked tokens each", (_randn(g, 2).abs() * 6, counts_equal)),
+        Case("2 ranks holding 6 masked tokens each", (seeded_randn(g, 2).abs() * 6, counts_equal)),
         Case("the same 2 ranks, holding 2 and 9 masked tokens", (torch.tensor([3.1, 40.5]), counts_unequal)),
         Case(
             "4 ranks holding 5, 1, 7 and 3 masked tokens",
@@ -135,7 +135,7 @@ GLOBAL_MEAN_LOSS = Exercise(
 
 
 def _safe_cases(g):
-    gradients = _randn(g, 200) * 10  # (200,) gradients up to about 30: the largest sets the scale at 2^11
+    gradients = seeded_randn(g, 200) * 10  # (200,) gradients up to about 30: the largest sets the scale at 2^11
     gradients[:20] *= 1e-12  # 20 of them around 1e-11: even at 2^11 some stay below 2^-25
     with_zeros = gradients.clone()
     with_zeros[100:150] = 0.0  # 50 exact zeros: nothing to flush there
@@ -146,7 +146,7 @@ def _safe_cases(g):
         Case("the same gradients, 50 of them exactly 0", (with_zeros,)),
         Case("a gradient of 65,510, which fp16 stores as 65,504", (near_limit,)),
         Case("gradients of 0.75 x 2^-24, -0.6 x 2^-24 and 2^-26 beside a 40,000", (round_up,)),
-        Case("a gradient matrix (3, 4) of large values", (_randn(g, 3, 4) * 300,)),
+        Case("a gradient matrix (3, 4) of large values", (seeded_randn(g, 3, 4) * 300,)),
         Case("a largest gradient of 1e-3 beside gradients of 1e-9 and 2e-9", (torch.tensor([1e-3, 1e-9, 2e-9, 5e-4]),)),
         Case("a gradient of 100,000, inf in fp16 before any scale", (torch.tensor([1e5, 1.0]),)),
     ]
@@ -302,9 +302,9 @@ SAFE_LOSS_SCALE = Exercise(
 
 def _average_cases(g):
     return [
-        Case("2 replicas, a gradient of 5 numbers", (_randn(g, 2, 5),), ("batched",)),
-        Case("4 replicas, a weight gradient of shape (3, 2)", (_randn(g, 4, 3, 2),), ("batched",)),
-        Case("3 replicas, a gradient of 4 numbers", (_randn(g, 3, 4),), ("batched",)),
+        Case("2 replicas, a gradient of 5 numbers", (seeded_randn(g, 2, 5),), ("batched",)),
+        Case("4 replicas, a weight gradient of shape (3, 2)", (seeded_randn(g, 4, 3, 2),), ("batched",)),
+        Case("3 replicas, a gradient of 4 numbers", (seeded_randn(g, 3, 4),), ("batched",)),
     ]
 
 
@@ -382,18 +382,19 @@ AVERAGE_GRADIENTS = Exercise(
 
 
 def _scaler_cases(g):
-    overflow = _randn(g, 6) * 1024
+    overflow = seeded_randn(g, 6) * 1024
     overflow[2] = float("inf")
-    undefined = _randn(g, 6) * 1024
+    undefined = seeded_randn(g, 6) * 1024
     undefined[4] = float("nan")  # inf - inf in the backward pass: no inf anywhere, and still no step
     return [
-        Case("finite gradients, scale 1024, 0 good steps of 3", (_randn(g, 6) * 1024, 1024.0, 0, 3)),
+        Case("finite gradients, scale 1024, 0 good steps of 3", (seeded_randn(g, 6) * 1024, 1024.0, 0, 3)),
         Case(
-            "finite gradients, the third good step in a row of 3: the scale doubles", (_randn(g, 5) * 256, 256.0, 2, 3)
+            "finite gradients, the third good step in a row of 3: the scale doubles",
+            (seeded_randn(g, 5) * 256, 256.0, 2, 3),
         ),
         Case("an inf among the gradients: the step is skipped and the scale halves", (overflow, 65536.0, 1, 3)),
         Case("a NaN among the gradients, no inf: the step is skipped and the scale halves", (undefined, 65536.0, 1, 3)),
-        Case("finite gradients of shape (2, 3), scale 8, growth every 2 steps", (_randn(g, 2, 3) * 8, 8.0, 0, 2)),
+        Case("finite gradients of shape (2, 3), scale 8, growth every 2 steps", (seeded_randn(g, 2, 3) * 8, 8.0, 0, 2)),
     ]
 
 

@@ -28,7 +28,7 @@ from ..pretraining import IGNORE_INDEX, masked_only_accuracy, mlm_accuracy, mlm_
 from ..pretraining.metrics import selected_kinds
 from ..training import lr_multiplier
 from .diagnosis import equals_one_of
-from .random_inputs import _randn
+from .random_inputs import seeded_randn
 from .records import Case, Exercise, Mistake
 
 MASK_ID = 4
@@ -335,7 +335,7 @@ TRUNCATE_PAIR = Exercise(
 
 
 def _accuracy_case(g, batch, seq, vocab, share=0.4):
-    logits = _randn(g, batch, seq, vocab)  # (batch, seq, vocab)
+    logits = seeded_randn(g, batch, seq, vocab)  # (batch, seq, vocab)
     labels = torch.randint(0, vocab, (batch, seq), generator=g)
     right = torch.rand(batch, seq, generator=g) < 0.5
     labels = torch.where(right, logits.argmax(dim=-1), labels)  # about half of them predicted right
@@ -472,7 +472,7 @@ def _masked_case(g, batch, seq, vocab, mask_token_id=MASK_ID, kinds=(0.6, 0.2, 0
     guess = torch.where(torch.rand(batch, seq, generator=g) < 0.3, mask_token_id, guess)  # or [MASK] itself
     right = torch.rand(batch, seq, generator=g) < 0.5
     prediction = torch.where(shows_mask, torch.where(right, text, guess), input_ids)  # elsewhere: copy what it sees
-    logits = _randn(g, batch, seq, vocab)
+    logits = seeded_randn(g, batch, seq, vocab)
     logits = logits + 6.0 * torch.nn.functional.one_hot(prediction, vocab)  # (batch, seq, vocab)
     labels = torch.where(selected, text, IGNORE_INDEX)
     return (logits, labels, input_ids, mask_token_id)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import torch
 
 
-def _randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
+def seeded_randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
     return torch.randn(*shape, generator=g, dtype=torch.float32) * scale
 
 
-def _weights(g: torch.Generator, d_in: int, d_out: int) -> torch.Tensor:
-    return _randn(g, d_in, d_out, scale=d_in**-0.5)  # keeps activations near unit variance
+def seeded_weight(g: torch.Generator, d_in: int, d_out: int) -> torch.Tensor:
+    return seeded_randn(g, d_in, d_out, scale=d_in**-0.5)  # keeps activations near unit variance
 
 
-def _ln_params(g, d):
-    return 1.0 + _randn(g, d, scale=0.5), _randn(g, d, scale=0.5)  # gamma, beta
+def seeded_ln_params(g, d):
+    return 1.0 + seeded_randn(g, d, scale=0.5), seeded_randn(g, d, scale=0.5)  # gamma, beta
