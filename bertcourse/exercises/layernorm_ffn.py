@@ -609,6 +609,16 @@ def _layer_variant(settings, x, attention, feed_forward, ln1_weight, ln1_bias, l
     return _ln(out, *norms[1], eps2) if settings["last norm"] else out
 
 
+def _named_input(value, known) -> str:
+    """What a sub-layer was called on: the name of the first of ``known`` (name, tensor) pairs it equals."""
+    if not isinstance(value, torch.Tensor):
+        return "something that is not a tensor"
+    for text, tensor in known:
+        if value.shape == tensor.shape and torch.allclose(value.double(), tensor.double(), atol=1e-5, rtol=1e-4):
+            return text
+    return "something else"
+
+
 def _layer_calls(layout: str):
     """``explain_calls`` for an encoder layer built from its pieces: how often each sub-layer was called, on what."""
 
@@ -635,17 +645,10 @@ def _layer_calls(layout: str):
                 known.append(("attention(LN1(x))", attention(n1)))
                 wanted = {"attention": "LN1(x)", "feed_forward": "LN2(h), with h = x + attention(LN1(x))"}
 
-        def named(value):
-            if not isinstance(value, torch.Tensor):
-                return "something that is not a tensor"
-            for text, tensor in known:
-                if value.shape == tensor.shape and torch.allclose(
-                    value.double(), tensor.double(), atol=1e-5, rtol=1e-4
-                ):
-                    return text
-            return "something else"
-
-        said = {name: [named(value) for value in calls.get(name, [])] for name in ("attention", "feed_forward")}
+        said = {
+            name: [_named_input(value, known) for value in calls.get(name, [])]
+            for name in ("attention", "feed_forward")
+        }
         if all(said[name] == [wanted[name].split(",")[0]] for name in said):
             return (
                 "Inside your layer each sub-layer was called once, on the right input (attention on "
@@ -683,18 +686,8 @@ def _stack_calls(case, calls):
             ("the stack's input x", x),
         ]
 
-        def named(value, known=known):
-            if not isinstance(value, torch.Tensor):
-                return "something that is not a tensor"
-            for text, tensor in known:
-                if value.shape == tensor.shape and torch.allclose(
-                    value.double(), tensor.double(), atol=1e-5, rtol=1e-4
-                ):
-                    return text
-            return "something else"
-
         fed = {
-            part: [named(v) for v in calls.get(f"layers[{i}][{j}]", [])]
+            part: [_named_input(v, known) for v in calls.get(f"layers[{i}][{j}]", [])]
             for j, part in ((0, "attention"), (1, "feed_forward"))
         }
         wanted = {"attention": known[0][0], "feed_forward": known[2][0]}
