@@ -154,7 +154,7 @@ def gradient_norms_per_layer(
 ) -> torch.Tensor:
     """Gradient norm of each layer's weight in a stack of ``depth`` Linear + tanh layers, after one backward pass.
 
-    The experiment of notebook 06, section 4. Layer l computes ``h = tanh(W_l h + b_l)``, or
+    The experiment of notebook 06, section 3. Layer l computes ``h = tanh(W_l h + b_l)``, or
     ``h = h + tanh(W_l h + b_l)`` with ``residual``; with ``layer_norm``, a LayerNorm
     without learned scale or shift (eps 1e-12) then normalises each layer's output, as
     BERT's Post-LN does. The stack starts from PyTorch's default initialisation, takes a

@@ -56,13 +56,14 @@ COURSE_EXERCISES = {
     "count_parameters",
 }
 
-# The exercises each notebook asks for, read from its check cells (the others stay checkable by name).
+# The exercises each notebook asks for, read from its check and use cells (the others stay checkable by name).
 NOTEBOOK_FILES = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-CHECK_CELL = re.compile(r'^check\("(\w+)", my_\w+\)\s*$', re.M)
+CHECK_CELL = re.compile(r'^(?:\w+ = use|check)\("(\w+)", my_\w+\)\s*$', re.M)
 
 
 def asked_by(path: Path) -> list[str]:
-    """The exercise names of the notebook's check cells (``check("name", my_name)``), in order."""
+    """The exercise names of the notebook's check and use cells (``check("name", my_name)``,
+    ``name = use("name", my_name)``), in order."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     return [
         name for cell in cells if cell["cell_type"] == "code" for name in CHECK_CELL.findall("".join(cell["source"]))
@@ -333,7 +334,8 @@ def test_reference_is_correct(name):
     assert isinstance(result, CheckResult)
     assert (result.status, result.passed, result.mistake) == ("correct", True, None), result.message
     cases = len(EXERCISES[name].cases())
-    assert result.message == f"✅ Correct: `{name}` matches the reference on all {cases} test cases."
+    checked = ", gradients included" if EXERCISES[name].gradients else ""
+    assert result.message == f"✅ Correct: `{name}` matches the reference on all {cases} test cases{checked}."
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -455,14 +457,15 @@ def test_mistakes_written_differently_are_recognised(name, fn, mistake):
 def test_solution_shows_the_core_without_argument_checks(name):
     shown = solution(name)
     assert "is not available" not in shown.text, shown.text  # the module must define the core
-    first, second = shown.text.split("\n")[:2]
     exercise = EXERCISES[name]
+    header = " ".join(line.removeprefix("# ") for line in shown.text.split("\n\n")[0].split("\n"))
+    assert header.startswith(f"The package's {exercise.reference.__module__}.{name} ")
     if exercise.core_name() == exercise.reference.__name__:  # a public function with no checks to leave out
-        assert first == f"# The package's {exercise.reference.__module__}.{name}, and the helpers it calls:"
+        assert "(it has no argument checks to leave out)" in header
     else:
-        assert first.startswith("# The package's public bertcourse.")
-        assert first.endswith("also checks its arguments, then calls:")
-    assert second.startswith(f"def {exercise.core_name()}(")
+        assert f"checks its arguments, then calls {exercise.core_name()}, shown here" in header
+    first = next(line for line in shown.text.split("\n") if line.startswith("def "))
+    assert first.startswith(f"def {exercise.core_name()}(")  # the core first, my_<name> last (test_solutions_paste)
     for word in ("raise", "require_", "isinstance", "describe("):
         assert word not in shown.text, f"solution({name!r}) shows `{word}`:\n{shown.text}"
     assert shown._repr_markdown_() == f"```python\n{shown.text}```"
@@ -833,7 +836,7 @@ def test_a_tensor_subclass_takes_no_part_in_judging_itself():
         honest = check("layer_norm", lambda x, w, b, eps=1e-12: bc.layer_norm(x, w, b, eps).as_subclass(LyingTensor))
         parameter = check("layer_norm", lambda x, w, b, eps=1e-12: torch.nn.Parameter(bc.layer_norm(x, w, b, eps)))
     assert honest.status == "correct"
-    assert parameter.status == "correct"
+    assert parameter.mistake == "the gradient cut"  # a Parameter made of the output is a new leaf: nothing flows back
 
 
 def test_references_hold_under_another_default_dtype():
@@ -935,7 +938,7 @@ def test_checking_leaves_the_notebooks_state_alone():
     with engine.judging_the_package():
         result = check("layer_norm", meddle_with_global_state)
     check("bert_embeddings", not_implemented)
-    assert result.status == "correct"
+    assert result.mistake == "the gradient cut"  # it turns gradients off before it computes its right values
     assert torch.equal(torch.get_rng_state(), states[0])
     assert random.getstate() == states[1]
     assert (np.random.get_state()[1] == states[2]).all()

@@ -15,6 +15,7 @@ classifier trained through the pieces).
 """
 
 from .assembly import AssembledBert, AssembledBertForPreTraining, PieceFailed, WeightsDoNotFit, assemble
+from .collect import Collected, collect, drive_folder
 from .compare import ATOL, RTOL, Report, compare, hugging_face_steps
 from .differences import beyond_tolerance, first_difference, relative_error_by_layer
 from .explorer import MistakeExplorer, mistake_options
@@ -29,6 +30,7 @@ __all__ = [
     "RTOL",
     "AssembledBert",
     "AssembledBertForPreTraining",
+    "Collected",
     "MeanPooledClassifier",
     "MistakeExplorer",
     "PieceFailed",
@@ -39,7 +41,9 @@ __all__ = [
     "assemble",
     "beyond_tolerance",
     "classifier_pair",
+    "collect",
     "compare",
+    "drive_folder",
     "first_difference",
     "hugging_face_steps",
     "load_pieces",

@@ -60,6 +60,8 @@ sandbox        where the learner's function runs: the fixed state, the time limi
 diagnosis      the words for what is wrong when no catalogued mistake explains it
 engine         how a check runs: the cases, matching mistakes and knob combinations, the message
 registry       every exercise by name, in course order; ``check``, ``solution``, ``prompt``, ``progress``
+gradients      a build piece's gradients against the reference's, once its values are right
+build          ``use``: the learner's piece checked and run by the cells below it, or the reference
 grading        ``python -m bertcourse.exercises grade``: learners' notebooks in fresh kernels
 random_inputs  the seeded random tensors that several catalogue modules draw
 
@@ -77,7 +79,19 @@ bert           07: bert_embeddings, mlm_head, hf_to_ours, count_parameters
 inside, pretraining, finetuning, long_inputs, precision   08-12, the later parts
 """
 
+from .build import use
 from .records import CheckResult, Exercise, Knob, Mistake
 from .registry import EXERCISES, check, progress, prompt, solution
 
-__all__ = ["EXERCISES", "CheckResult", "Exercise", "Knob", "Mistake", "check", "progress", "prompt", "solution"]
+__all__ = [
+    "EXERCISES",
+    "CheckResult",
+    "Exercise",
+    "Knob",
+    "Mistake",
+    "check",
+    "progress",
+    "prompt",
+    "solution",
+    "use",
+]

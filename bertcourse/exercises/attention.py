@@ -196,6 +196,7 @@ QKV_FROM_LINEAR = Exercise(
     axes={name: ("token rows", "feature columns") for name in ("q", "k", "v")},
     explain_outputs=_qkv_linear_explain,
     notebook="01",
+    gradients=("x", "w_q", "b_q", "w_k", "b_k", "w_v", "b_v"),
     mistakes=(
         Mistake(
             "the weights used as they are stored, without a transpose",
@@ -502,6 +503,7 @@ ATTENTION_SCORES = Exercise(
     make_cases=_scores_cases,
     axes={"": ("query rows", "key columns")},
     notebook="01",
+    gradients=("q", "k"),
     mistakes=(
         Mistake(
             "the keys not transposed (`q @ k`)",
@@ -801,6 +803,7 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
     outputs=("output", "weights"),
     axes={"output": ("query rows", "feature columns"), "weights": ("query rows", "key columns")},
     notebook="02",
+    gradients=("q", "k", "v"),
     extra_solution=("_masked_softmax", "_zero_fully_masked_rows"),
     mistakes=(
         Mistake(

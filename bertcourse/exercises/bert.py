@@ -262,6 +262,7 @@ BERT_EMBEDDINGS = Exercise(
     axes={"": ("batch", "token rows", "feature columns")},
     explain=_embeddings_explain,
     notebook="07",
+    gradients=("word_embeddings", "position_embeddings", "token_type_embeddings", "ln_weight", "ln_bias"),
     mistakes=(
         Mistake(
             "no position embeddings",
@@ -676,6 +677,7 @@ MLM_HEAD = Exercise(
     axes={"": ("token rows", "vocabulary columns")},
     explain=_mlm_explain,
     notebook="07",
+    gradients=("hidden", "dense_weight", "dense_bias", "ln_weight", "ln_bias", "word_embeddings", "decoder_bias"),
     mistakes=(
         Mistake(
             "no GELU",

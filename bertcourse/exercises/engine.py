@@ -21,6 +21,7 @@ import torch
 import bertcourse
 
 from . import diagnosis, sandbox
+from .gradients import gradient_problem
 from .records import CORRECT, NOT_ATTEMPTED, WRONG, Case, CheckResult, Exercise
 from .sandbox import Outcome, TimedOut, Watch, call, fixed_state
 
@@ -159,10 +160,14 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
                 f"❌ Wrong: your results are right, but your function changes its input `{changed}` in place. "
                 "Build new tensors instead (`x = x - mean`, not `x -= mean`; avoid methods ending in `_`).",
             )
+        cut = gradient_problem(exercise, fn, cases, names) if exercise.gradients else None
+        if cut:
+            return CheckResult(exercise.name, WRONG, f"❌ Wrong: {cut}", mistake="the gradient cut")
+        checked = ", gradients included" if exercise.gradients else ""
         return CheckResult(
             exercise.name,
             CORRECT,
-            f"✅ Correct: `{exercise.name}` matches the reference on all {len(cases)} test cases.",
+            f"✅ Correct: `{exercise.name}` matches the reference on all {len(cases)} test cases{checked}.",
         )
 
     for mistake in exercise.mistakes:

@@ -474,6 +474,11 @@ MEAN_POOLING = Exercise(
     make_cases=_pooling_cases,
     axes={"": ("sentence rows", "feature columns")},
     explain=_pooling_explain,
+    solution_body="""
+    if attention_mask is None:  # every token is real
+        attention_mask = torch.ones(last_hidden_state.shape[:2], dtype=torch.bool, device=last_hidden_state.device)
+    return _mean_pooling(last_hidden_state, attention_mask != 0)  # (batch, seq) bool, from a bool or 0/1 mask
+    """,
     notebook="08",
     mistakes=(
         Mistake(

@@ -1,9 +1,10 @@
 """Exercises of notebook 06: ``layer_norm``, ``feed_forward``, ``post_ln_layer``, ``pre_ln_layer``,
 ``parallel_layer`` and ``pre_ln_stack``.
 
-Notebook 06 asks for ``parallel_layer`` (GPT-J's and PaLM's layer: both sub-layers read one normalised copy)
-and ``pre_ln_stack`` (Pre-LN layers and the final LayerNorm such a stack needs); ``post_ln_layer`` and
-``pre_ln_layer``, which section 7's inline layer and section 6's formulas answer, stay checkable by name.
+Notebook 06 asks for its three build pieces, ``layer_norm``, ``feed_forward`` and ``post_ln_layer`` (each
+handed to later cells by ``use``, gradients compared too), and the stretch ``parallel_layer`` (GPT-J's and
+PaLM's layer: both sub-layers read one normalised copy). ``pre_ln_layer`` and ``pre_ln_stack`` (Pre-LN layers
+and the final LayerNorm such a stack needs) stay checkable by name.
 
 The cases tell close variants apart: a large eps shows where eps goes, and an identity feed-forward
 on -4 ... 4 shows the activation itself, exact GELU against ReLU and GELU's tanh approximation. The
@@ -204,12 +205,12 @@ def _layer_norm_explain(case, value, expected):
             f"Undoing bias and weight, your rows have means up to {float(mean.abs().max()):.3g}, not 0: LayerNorm "
             "subtracts each vector's own mean, over its last axis."
         )
-    target = x.double().var(dim=-1, unbiased=False) / (x.double().var(dim=-1, unbiased=False) + eps)
+    target = x.double().var(dim=-1, unbiased=False) / (x.double().var(dim=-1, unbiased=False) + eps)  # (...,)
     if not torch.allclose(var, target, atol=1e-3, rtol=1e-3):
         return (
             f"Undoing bias and weight, your rows have mean 0 but variances {float(var.min()):.3g} to "
-            f"{float(var.max()):.3g}, where LayerNorm's are var / (var + eps), about 1: divide by "
-            "sqrt(biased variance + eps)."
+            f"{float(var.max()):.3g}, where LayerNorm's are var / (var + eps), {float(target.min()):.3g} to "
+            f"{float(target.max()):.3g} here (eps = {eps:g}): divide by sqrt(biased variance + eps)."
         )
     return None
 
@@ -227,6 +228,7 @@ LAYER_NORM = Exercise(
     axes={"": ("token rows", "feature columns")},
     explain=_layer_norm_explain,
     notebook="06",
+    gradients=("x", "weight", "bias"),
     mistakes=(
         Mistake(
             "normalising over the batch",
@@ -429,6 +431,7 @@ FEED_FORWARD = Exercise(
     axes={"": ("token rows", "feature columns")},
     explain=_ffn_explain,
     notebook="06",
+    gradients=("x", "w1", "b1", "w2", "b2"),
     mistakes=(
         Mistake(
             "ReLU instead of GELU",
@@ -861,6 +864,7 @@ POST_LN_LAYER = Exercise(
     axes={"": ("batch", "token rows", "feature columns")},
     explain_calls=_layer_calls("post"),
     notebook="06",
+    gradients=("x", "ln1_weight", "ln1_bias", "ln2_weight", "ln2_bias"),
     mistakes=(
         Mistake(
             "the Pre-LN layout",

@@ -504,6 +504,10 @@ LOCAL_GLOBAL_MASK = Exercise(
     make_cases=_local_cases,
     axes={"": ("query rows", "key columns")},
     extra_solution=("_banded_mask",),
+    solution_body="""
+    positions = torch.as_tensor(global_positions, dtype=torch.long, device=device)  # (g,), from a list of ints
+    return _local_global_mask(seq_len, width, positions)
+    """,
     explain=_explain_local_mask,
     knobs=(_BAND_KNOB, _ROWS_KNOB, _COLUMNS_KNOB),
     variant=_local_variant,

@@ -104,6 +104,11 @@ PADDING_MASK = Exercise(
     make_cases=_padding_cases,
     axes={"": ("sentence rows", "position columns")},
     explain=_padding_explain,
+    solution_body="""
+    if max_len is None:
+        max_len = int(lengths.max())  # the longest sentence
+    return _padding_mask(lengths, max_len)
+    """,
     notebook="03",
     mistakes=(
         Mistake(
@@ -340,6 +345,7 @@ MASKED_SOFTMAX = Exercise(
     make_cases=_masked_softmax_cases,
     axes={"": ("query rows", "key columns")},
     notebook="03",
+    gradients=("scores",),
     mistakes=(
         Mistake(
             "a fill of -inf",

@@ -74,6 +74,7 @@ SPLIT_HEADS = Exercise(
     make_cases=_split_cases,
     axes={"": ("batch", "heads", "token rows", "feature columns")},
     notebook="05",
+    gradients=("x",),
     mistakes=(
         Mistake(
             "a view without the transpose",
@@ -150,6 +151,7 @@ MERGE_HEADS = Exercise(
     make_cases=_merge_cases,
     axes={"": ("batch", "token rows", "feature columns")},
     notebook="05",
+    gradients=("x",),
     mistakes=(
         Mistake(
             "a reshape without transposing back",

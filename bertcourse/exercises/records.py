@@ -105,7 +105,9 @@ class Exercise:
 
     ``outputs`` names the items when the function returns a tuple (e.g. ("output", "weights")).
     ``solution`` shows the reference's core: the function ``core`` (by default ``_<name>``) of the
-    reference's module, then the helpers named in ``extra_solution``, from the same module.
+    reference's module, then the helpers named in ``extra_solution``, from the same module, then the learner's
+    ``my_<name>`` with the reference's signature: it calls the core with the arguments of the same names, or runs
+    ``solution_body`` where the public function prepares an argument first (a default computed, a list made a tensor).
     ``axes`` names the last axes of each output (key: the output's name, or "" for a single output),
     e.g. ``{"weights": ("query rows", "key columns")}``, for messages such as "only the query rows [3]".
     ``explain``, if given, is called as ``explain(case, value, expected)`` on a wrong output that no
@@ -120,6 +122,8 @@ class Exercise:
     ``explain_calls(case, calls)`` when no mistake explains a wrong answer: ``calls`` maps each function
     argument's name to the first inputs the learner's function called it with, in order; it returns a
     sentence (which sub-layer was called how often, on what) or None. ``notebook`` is "01", "02", ...
+    ``gradients`` names the inputs of a build piece whose gradients must be the reference's too, once its values
+    are right (``gradients.gradient_problem``): a detached statistic gives right values and trains wrong.
     """
 
     name: str
@@ -133,6 +137,7 @@ class Exercise:
     rtol: float = 1e-5
     core: str = ""
     extra_solution: tuple[str, ...] = ()
+    solution_body: str = ""
     axes: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     explain: Callable | None = None
     knobs: tuple[Knob, ...] = ()
@@ -141,6 +146,7 @@ class Exercise:
     answered_by: tuple[Callable, ...] = ()
     explain_calls: Callable | None = None
     notebook: str = ""
+    gradients: tuple[str, ...] = ()
 
     def __hash__(self) -> int:
         return hash(self.name)

@@ -326,7 +326,7 @@ class ResidualExplorer(Explorer):
     Controls: ``depth`` (2 ... 60 layers; redrawn when the slider is released),
     ``residual`` (h + tanh(W h) instead of tanh(W h)), ``layer_norm`` (a LayerNorm after
     every layer), ``weight_scale`` (every weight times 0.5, 1 = PyTorch's default, sqrt(3)
-    = Glorot's or 3: the initialisation that notebook 06's section 4 is about).
+    = Glorot's or 3: the initialisation that notebook 06's section 3 and its Going deeper are about).
     ``drawn``: matrix (depth,) float64, exactly ``gradient_norms_per_layer(depth, residual,
     layer_norm, width, seed, weight_scale)`` (entry 0 is layer 1, nearest the input), depth,
     residual, layer_norm, weight_scale, ratio_first_last (layer 1's gradient norm divided by
