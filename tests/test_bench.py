@@ -17,7 +17,7 @@ def test_forward_reports_both_settings_against_the_right_implementations(capsys)
     for line, result, implementation in zip(report[1:], results, ("sdpa", "eager"), strict=True):
         assert line.strip().startswith(result["setting"])
         assert f"Hugging Face ({implementation})" in line  # the fused kernel vs ours, the maps vs ours
-        assert line.endswith(f"ratio={result['ratio']:.2f}")
+        assert line.endswith(f"ratio={result['ratio']:.2f} (ours / theirs in time, lower is better)")
 
 
 def test_counts_agree_with_their_nouns(capsys):
@@ -35,7 +35,7 @@ def test_training_step_reports_its_ratio(capsys):
     (result,) = bench.main(["--only", "training", "--batch", "1", "--seq", "8", "--repeats", "1"])["training"]
     assert result["setting"] == "training step" and result["ours_ms"] > 0 and result["theirs_ms"] > 0
     line = capsys.readouterr().out.splitlines()[-1]
-    assert line.endswith(f"ratio={result['ratio']:.2f}")
+    assert line.endswith(f"ratio={result['ratio']:.2f} (ours / theirs in time, lower is better)")
 
 
 def test_the_compiled_pretraining_step_is_timed_with_its_compiling_step(capsys, monkeypatch):

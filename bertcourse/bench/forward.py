@@ -52,5 +52,8 @@ def run(args) -> list[dict]:
             )
             ratio = mine / hf
             results.append({"setting": label, "ours_ms": mine * 1e3, "theirs_ms": hf * 1e3, "ratio": ratio})
-            print(f"  {label:15s} ours {mine * 1e3:7.1f} ms   Hugging Face ({impl}) {hf * 1e3:7.1f} ms   {ratio=:.2f}")
+            print(
+                f"  {label:15s} ours {mine * 1e3:7.1f} ms   Hugging Face ({impl}) {hf * 1e3:7.1f} ms   "
+                f"{ratio=:.2f} (ours / theirs in time, lower is better)"
+            )
     return results

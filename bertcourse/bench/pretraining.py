@@ -75,7 +75,7 @@ def run(args) -> list[dict]:
     ratio = mine / hf
     print(
         f"  {'pretraining step':17s} ours {tokens / mine:8.0f} tokens/s   Hugging Face {tokens / hf:8.0f} tokens/s"
-        f"   {ratio=:.2f}"
+        f"   {ratio=:.2f} (ours / theirs in time, lower is better)"
     )
     rows = [
         {
@@ -109,7 +109,7 @@ def compiled_row(ours, batch: dict, repeats: int) -> dict:
     ratio = compiled_s / eager_s
     print(
         f"  {'torch.compile':17s} ours compiled {compiled_s * 1e3:6.0f} ms, eager {eager_s * 1e3:6.0f} ms per step"
-        f"   {ratio=:.2f}; the first step (compiling) took {compile_s:.0f} s"
+        f"   {ratio=:.2f} (compiled / eager in time, lower is better); the first step (compiling) took {compile_s:.0f} s"
     )
     return {
         "setting": "pretraining step, torch.compile",

@@ -37,7 +37,9 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--short-share", type=float, default=SHORT_SHARE, help=f"share of steps on short pairs ({SHORT_SHARE})"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the initial weights and of the batches and their masks (0)"
+    )
     args = parser.parse_args(argv)
     arms = {"short_first": SHORT_SHARE, "full_length": 0.0} if args.control else {"recipe": args.short_share}
     record = {}
