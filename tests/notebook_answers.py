@@ -106,3 +106,7 @@ def my_post_ln_layer(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weigh
 """,
     ),
 ]
+
+# --- notebook 01 (its helper writes here) ----------------------------------------------------------
+
+# --- notebook 05 (its helper writes here) ----------------------------------------------------------

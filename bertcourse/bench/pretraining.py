@@ -109,7 +109,8 @@ def compiled_row(ours, batch: dict, repeats: int) -> dict:
     ratio = compiled_s / eager_s
     print(
         f"  {'torch.compile':17s} ours compiled {compiled_s * 1e3:6.0f} ms, eager {eager_s * 1e3:6.0f} ms per step"
-        f"   {ratio=:.2f} (compiled / eager in time, lower is better); the first step (compiling) took {compile_s:.0f} s"
+        f"   {ratio=:.2f} (compiled / eager in time, lower is better);"
+        f" the first step (compiling) took {compile_s:.0f} s"
     )
     return {
         "setting": "pretraining step, torch.compile",
