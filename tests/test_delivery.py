@@ -329,3 +329,22 @@ def test_ci_runs_the_readme_test_command_word_for_word() -> None:
     assert {"tests", "notebooks"} <= set(command.split())
     ci_lines = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
     assert command in ci_lines, ".ci/run must run the README's test command as a line of its own"
+
+
+# --- the README's counts ------------------------------------------------------------------------
+
+NUMBER_WORDS = {12: "Twelve", 13: "Thirteen", 14: "Fourteen", 15: "Fifteen"}
+
+
+def test_readme_counts_are_read_from_the_notebooks_and_the_registry() -> None:
+    """ "Thirteen notebooks", "(57 in the course)", "the 32 that notebooks 01-13 ask for": facts that drift."""
+    from bertcourse.exercises import EXERCISES, registry
+
+    readme = read_readme()
+    assert f"{NUMBER_WORDS[len(NOTEBOOKS)]} notebooks." in readme
+    asked = {name for names in registry.NOTEBOOK_ASKS.values() for name in names}
+    last = max(registry.NOTEBOOK_ASKS)
+    assert f"({len(EXERCISES)} in the\ncourse)" in readme or f"({len(EXERCISES)} in the course)" in readme
+    assert f"the {len(asked)} that notebooks 01-{last} ask for plus the {len(EXERCISES) - len(asked)} others" in readme
+    for name in asked:
+        assert f"`{name}`" in readme, f"{name}, which a notebook asks for, is missing from the README's list"
