@@ -26,6 +26,9 @@ JupyterLab writes only with "Save Widget State Automatically" on (the README say
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -73,8 +76,22 @@ def execute(path: Path) -> float:
     elapsed = time.perf_counter() - start
     add_widget_pictures(nb)
     nb.metadata["kernelspec"] = KERNELSPEC
-    nbformat.write(nb, path)
+    nbformat.write(stable_widget_ids(nb, path.stem), path)
     return elapsed
+
+
+def stable_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """``nb`` with every widget model id replaced by one derived from the notebook's name and the id's place in
+    the widget state: a re-execution then writes the same ids, so a change to a notebook's prose does not
+    rewrite its widget state in the diff. The ids are random 32-digit hex strings, so a textual replacement
+    changes them alone."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    renamed = {old: hashlib.sha256(f"{name}:{i}".encode()).hexdigest()[:32] for i, old in enumerate(state)}
+    if not renamed:
+        return nb
+    text = json.dumps(nb)
+    text = re.sub("|".join(renamed), lambda match: renamed[match.group(0)], text)
+    return nbformat.from_dict(json.loads(text))
 
 
 def widget_picture(state: dict, model_id: str) -> str | None:
