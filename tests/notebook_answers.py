@@ -109,4 +109,97 @@ def my_post_ln_layer(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weigh
 
 # --- notebook 01 (its helper writes here) ----------------------------------------------------------
 
+RIGHT["qkv_from_linear"] = """\
+def my_qkv_from_linear(x, w_q, b_q, w_k, b_k, w_v, b_v):
+    return tuple(torch.nn.functional.linear(x, w, b) for w, b in ((w_q, b_q), (w_k, b_k), (w_v, b_v)))
+"""
+
+WRONG["qkv_from_linear"] = [
+    (
+        "the weights as they are stored",
+        """\
+def my_qkv_from_linear(x, w_q, b_q, w_k, b_k, w_v, b_v):
+    return x @ w_q + b_q, x @ w_k + b_k, x @ w_v + b_v
+""",
+    ),
+    (
+        "no biases",
+        """\
+def my_qkv_from_linear(x, w_q, b_q, w_k, b_k, w_v, b_v):
+    return x @ w_q.T, x @ w_k.T, x @ w_v.T
+""",
+    ),
+]
+
+RIGHT["attention_scores"] = """\
+def my_attention_scores(q, k):
+    return torch.einsum("...id,...jd->...ij", q, k)  # (..., q_len, k_len): one dot product per pair
+"""
+
+WRONG["attention_scores"] = [
+    (
+        "the keys not transposed",
+        """\
+def my_attention_scores(q, k):
+    return q @ k
+""",
+    ),
+    (
+        "k.T on a batch",
+        """\
+def my_attention_scores(q, k):
+    return q @ k.T
+""",
+    ),
+]
+
 # --- notebook 05 (its helper writes here) ----------------------------------------------------------
+
+RIGHT["split_heads"] = """\
+def my_split_heads(x, num_heads):
+    batch, seq, d_model = x.shape
+    return x.reshape(batch, seq, num_heads, -1).permute(0, 2, 1, 3)  # (batch, heads, seq, d_head)
+"""
+
+WRONG["split_heads"] = [
+    (
+        "a view without the transpose",
+        """\
+def my_split_heads(x, num_heads):
+    batch, seq, d_model = x.shape
+    return x.view(batch, seq, num_heads, d_model // num_heads)
+""",
+    ),
+    (
+        "a plain view to (batch, heads, seq, d_head)",
+        """\
+def my_split_heads(x, num_heads):
+    batch, seq, d_model = x.shape
+    return x.view(batch, num_heads, seq, d_model // num_heads)
+""",
+    ),
+]
+
+RIGHT["merge_heads"] = """\
+def my_merge_heads(x):
+    return torch.cat(x.unbind(dim=1), dim=-1)  # the heads side by side, in head order: (batch, seq, heads * d_head)
+"""
+
+WRONG["merge_heads"] = [
+    (
+        "a reshape without transposing back",
+        """\
+def my_merge_heads(x):
+    batch, heads, seq, d_head = x.shape
+    return x.reshape(batch, seq, heads * d_head)
+""",
+    ),
+    (
+        "view after the transpose",
+        """\
+def my_merge_heads(x):
+    batch, heads, seq, d_head = x.shape
+    return x.transpose(1, 2).view(batch, seq, heads * d_head)
+""",
+    ),
+]

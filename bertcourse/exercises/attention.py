@@ -1,10 +1,11 @@
 """Exercises of notebooks 01 and 02: ``qkv_projection``, ``qkv_from_linear``, ``linear_scores``,
 ``attention_scores``, ``scaled_dot_product_attention``, ``flexible_attention`` and ``stable_softmax``.
 
-Notebook 01 asks for ``linear_scores`` and ``attention_scores``, notebook 02 for ``flexible_attention`` and
-``stable_softmax``; ``qkv_from_linear`` and ``scaled_dot_product_attention``, which a cell of the notebook
-answered, stay checkable by name. Their cases vary one property at a time from a base case (batched,
-square, float16, a mask, an argument left out), so that the kind of case named as failing is the cause.
+Notebook 01 asks for ``qkv_from_linear`` and ``attention_scores`` (build pieces), notebook 02 for
+``flexible_attention`` and ``stable_softmax``; ``linear_scores`` (01's two pieces composed) and
+``scaled_dot_product_attention`` (which a cell of its notebook answered) stay checkable by name. Their cases vary
+one property at a time from a base case (batched, square, float16, a mask, an argument left out), so that the kind
+of case named as failing is the cause.
 
 ``softmax_attend``, the shared tail of the wrong attentions, serves notebook 05's mistakes too.
 """
@@ -436,6 +437,11 @@ def _scores_cases(g):
             ("batched", "non-square"),
         ),
         Case(
+            "batch of 2: 4 queries, 6 keys, d_k 8 (three axes, not square)",
+            (seeded_randn(g, 2, 4, 8), seeded_randn(g, 2, 6, 8)),
+            ("batched", "non-square"),
+        ),
+        Case(
             "square: 5 queries, 5 keys, d_k 5",
             (seeded_randn(g, 2, 5, 5), seeded_randn(g, 2, 5, 5)),
             ("batched", "square"),
@@ -495,9 +501,8 @@ ATTENTION_SCORES = Exercise(
     name="attention_scores",
     reference=attention_scores,
     prompt="your function receives queries `q` (..., q_len, d_k) and keys `k` (..., k_len, d_k); it returns "
-    "the raw scores `q @ kᵀ` of shape (..., q_len, k_len), without any scaling. Notebook 01 asks for them by "
-    "broadcasting, every product q_ic k_jc at once and then a sum; the check compares the numbers only, so "
-    "`@` with the right transpose passes too.",
+    "the raw scores `q @ kᵀ` of shape (..., q_len, k_len), without any scaling: entry (i, j) is query i dotted "
+    "with key j, whatever batch or head axes come in front.",
     start="each score is the dot product of one query with one key; count the axes from the end, so that batch "
     "and head axes in front pass through.",
     make_cases=_scores_cases,

@@ -1,9 +1,10 @@
 """Exercises of notebook 05: ``split_heads``, ``merge_heads``, ``split_fused_qkv``, ``multi_head_attention`` and
 ``torch_multi_head_attention``.
 
-Notebook 05 asks for ``split_fused_qkv`` and ``torch_multi_head_attention`` (what ``nn.MultiheadAttention``
-computes from its own parameters and its own mask convention); ``multi_head_attention``, which the inline
-block of its check against the reference answers, stays checkable by name. The most common bug of all, a
+Notebook 05 asks for its two build pieces, ``split_heads`` and ``merge_heads``, and for ``split_fused_qkv`` as its
+optional stretch; ``multi_head_attention`` (which the notebook assembles from the learner's pieces) and
+``torch_multi_head_attention`` (what ``nn.MultiheadAttention`` computes from its own parameters and its own mask
+convention) stay checkable by name. The most common bug of all, a
 reshape straight to (batch, heads, seq, d_head) without the transpose, has a named mistake in each.
 
 Many mistakes here keep the right shape and scramble the order of tokens, heads or features (a plain

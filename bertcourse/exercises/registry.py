@@ -85,22 +85,23 @@ RETIRED = frozenset(
         "scaler_update",
         "window_spans",
         "local_global_mask",
-        "qkv_from_linear",
+        "linear_scores",
         "scaled_dot_product_attention",
         "key_padding_mask",
         "sinusoidal_position_encoding",
         "multi_head_attention",
+        "torch_multi_head_attention",
         "pre_ln_layer",
         "pre_ln_stack",
     }
 )
 # The exercises each notebook asks for, in its order: its check cells name exactly these (a test reads them).
 NOTEBOOK_ASKS = {
-    "01": ("linear_scores", "attention_scores"),
+    "01": ("qkv_from_linear", "attention_scores"),
     "02": ("flexible_attention", "stable_softmax"),
     "03": ("masked_softmax", "mask_from_torch"),
     "04": ("sinusoidal_positions", "alibi_bias"),
-    "05": ("split_fused_qkv", "torch_multi_head_attention"),
+    "05": ("split_heads", "merge_heads", "split_fused_qkv"),
     "06": ("layer_norm", "feed_forward", "post_ln_layer", "parallel_layer"),
     "07": ("mlm_head", "hf_to_ours", "count_parameters"),
     "08": ("word_piece_targets", "value_weighted_norms"),
