@@ -203,3 +203,36 @@ def my_merge_heads(x):
 """,
     ),
 ]
+
+# --- notebook 03 ---------------------------------------------------------------------------------
+
+RIGHT["masked_softmax"] = """\
+def my_masked_softmax(scores, mask=None):
+    if mask is None:
+        return scores.softmax(dim=-1)
+    lowest = scores.new_tensor(torch.finfo(scores.dtype).min)  # a 0-d tensor of the scores' dtype
+    weights = torch.where(mask, scores, lowest).softmax(dim=-1)  # (..., q_len, k_len)
+    return torch.where(mask.any(dim=-1, keepdim=True), weights, torch.zeros_like(weights))  # no key: all 0
+"""
+
+WRONG["masked_softmax"] = [
+    (
+        "a fill of -inf",
+        """\
+def my_masked_softmax(scores, mask=None):
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+""",
+    ),
+    (
+        "a fill of -1e9",
+        """\
+def my_masked_softmax(scores, mask=None):
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    weights = torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+    return weights * mask.any(dim=-1, keepdim=True)
+""",
+    ),
+]

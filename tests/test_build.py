@@ -24,7 +24,7 @@ def layer_norm_detached(x, weight, bias, eps=1e-12):
 
 def layer_norm_no_grad(x, weight, bias, eps=1e-12):
     with torch.no_grad():
-        return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
+        return layer_norm_right(x, weight, bias, eps)
 
 
 def layer_norm_skeleton(x, weight, bias, eps=1e-12):
@@ -126,3 +126,9 @@ def test_every_gradient_argument_names_a_parameter_of_its_reference():
     for exercise in EXERCISES.values():
         parameters = inspect.signature(exercise.reference).parameters
         assert set(exercise.gradients) <= set(parameters), exercise.name
+
+
+def test_pytorchs_own_layer_norm_is_not_the_learners():
+    result = check("layer_norm", lambda x, w, b, eps=1e-12: F.layer_norm(x, x.shape[-1:], w, b, eps))
+    assert result.mistake == "calls torch.nn.functional.layer_norm", result.message
+    assert result.message.startswith("❌ Wrong: this calls PyTorch's `torch.nn.functional.layer_norm`")

@@ -134,6 +134,14 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
                 "model.",
                 mistake=f"builds bertcourse's own {built}",
             )
+        if reached and not reached.startswith("bertcourse."):  # a library function that is the whole answer
+            return CheckResult(
+                exercise.name,
+                WRONG,
+                f"❌ Wrong: this calls PyTorch's `{reached}`, which computes `{exercise.name}` for you, so the "
+                "results are PyTorch's, not yours: write the formula yourself. (Other PyTorch functions are fine.)",
+                mistake=f"calls {reached}",
+            )
         if reached:
             return CheckResult(
                 exercise.name,
@@ -209,8 +217,8 @@ def run_check(exercise: Exercise, fn) -> CheckResult:
         lines.append(summary)
     if reached:
         lines.append(
-            f"Note: this calls bertcourse's own `{reached}`, which computes `{exercise.name}` for you: the check is "
-            "for code you write yourself."
+            f"Note: this calls {'bertcourse' if reached.startswith('bertcourse.') else 'PyTorch'}'s own "
+            f"`{reached}`, which computes `{exercise.name}` for you: the check is for code you write yourself."
         )
     return CheckResult(exercise.name, WRONG, "\n".join(lines))
 

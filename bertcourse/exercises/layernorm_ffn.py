@@ -228,6 +228,7 @@ LAYER_NORM = Exercise(
     axes={"": ("token rows", "feature columns")},
     explain=_layer_norm_explain,
     notebook="06",
+    answered_by=(F.layer_norm,),  # PyTorch's LayerNorm is the whole answer (nn.LayerNorm calls it too)
     gradients=("x", "weight", "bias"),
     mistakes=(
         Mistake(
