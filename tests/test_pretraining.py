@@ -513,7 +513,9 @@ def test_the_pretraining_benchmark_reports_tokens_per_second(capsys):
     assert result["setting"] == "pretraining step" and result["ours_tokens_per_s"] > 0
     assert result["ratio"] == pytest.approx(result["ours_ms"] / result["theirs_ms"])
     report = capsys.readouterr()
-    assert "batch (2, 16)" in report.out and report.out.rstrip().endswith(f"ratio={result['ratio']:.2f}")
+    assert "batch (2, 16)" in report.out and report.out.rstrip().endswith(
+        f"ratio={result['ratio']:.2f} (ours / theirs in time, lower is better)"
+    )
     assert report.err == ""
 
 
