@@ -58,6 +58,18 @@ class CurrentEnvironmentKernels(KernelSpecManager):
 
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    run(nb, path.parent, store_widget_state=True)  # the widgets' state in the metadata: they render unrun
+    elapsed = time.perf_counter() - start
+    add_widget_pictures(nb)
+    nbformat.write(stable_widget_ids(nb, path.stem), path)
+    return elapsed
+
+
+def run(nb: nbformat.NotebookNode, folder: Path, store_widget_state: bool = False) -> nbformat.NotebookNode:
+    """Execute ``nb`` in place, top to bottom, in a fresh kernel of this interpreter started in ``folder``, and shut
+    the kernel down (nbclient leaves a kernel manager it is given running); raises nbclient's CellExecutionError at
+    the first cell that raises."""
     for cell in nb.cells:
         cell.metadata.pop("execution", None)  # timestamps left by earlier runs or by JupyterLab
     kernel = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=CurrentEnvironmentKernels())
@@ -66,18 +78,18 @@ def execute(path: Path) -> float:
         km=kernel,
         timeout=300,
         kernel_name=KERNEL_NAME,
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(folder)}},
         coalesce_streams=True,  # one printout per cell, not pieces split by flushes
         record_timing=False,  # no per-cell timestamps: re-running leaves no noise in the diff
-        store_widget_state=True,  # the widgets' state in the metadata: they render before the notebook is run
+        store_widget_state=store_widget_state,
     )
-    start = time.perf_counter()
-    client.execute()
-    elapsed = time.perf_counter() - start
-    add_widget_pictures(nb)
+    try:
+        client.execute()
+    finally:
+        if kernel.has_kernel:
+            kernel.shutdown_kernel(now=True)
     nb.metadata["kernelspec"] = KERNELSPEC
-    nbformat.write(stable_widget_ids(nb, path.stem), path)
-    return elapsed
+    return nb
 
 
 def stable_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:

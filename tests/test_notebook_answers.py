@@ -30,13 +30,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import execute_notebooks
 import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
-from execute_notebooks import KERNEL_NAME, KERNELSPEC, CurrentEnvironmentKernels
-from jupyter_client import KernelManager
-from nbclient import NotebookClient
 from notebook_answers import RIGHT, WRONG
 from torch import nn
 
@@ -165,28 +163,11 @@ def assert_right_run_passes(result: subprocess.CompletedProcess) -> None:
 def execute_copy(nb: nbformat.NotebookNode, folder: Path) -> nbformat.NotebookNode:
     """Run every cell in a fresh kernel of this environment, started in ``folder``, as tests/execute_notebooks.py
     does (and as nbval's --nbval-lax would: cells tagged nbval-skip are left out); raises nbclient's
-    CellExecutionError at the first cell that raises. The kernel is shut down afterwards."""
+    CellExecutionError at the first cell that raises."""
     for cell in nb.cells:
-        cell.metadata.pop("execution", None)
         if "nbval-skip" in cell.metadata.get("tags", []):
             cell.source = ""
-    kernel = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=CurrentEnvironmentKernels())
-    client = NotebookClient(
-        nb,
-        km=kernel,
-        timeout=300,
-        kernel_name=KERNEL_NAME,
-        resources={"metadata": {"path": str(folder)}},
-        coalesce_streams=True,
-        record_timing=False,
-    )
-    try:
-        client.execute()
-    finally:  # a kernel manager passed in is not shut down by nbclient
-        if kernel.has_kernel:
-            kernel.shutdown_kernel(now=True)
-    nb.metadata["kernelspec"] = KERNELSPEC
-    return nb
+    return execute_notebooks.run(nb, folder)
 
 
 def text_of(cell: nbformat.NotebookNode) -> str:
