@@ -59,14 +59,14 @@ class CurrentEnvironmentKernels(KernelSpecManager):
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    run(nb, path.parent, store_widget_state=True)  # the widgets' state in the metadata: they render unrun
+    run(nb, path.parent)
     elapsed = time.perf_counter() - start
     add_widget_pictures(nb)
     nbformat.write(stable_widget_ids(nb, path.stem), path)
     return elapsed
 
 
-def run(nb: nbformat.NotebookNode, folder: Path, store_widget_state: bool = False) -> nbformat.NotebookNode:
+def run(nb: nbformat.NotebookNode, folder: Path) -> nbformat.NotebookNode:
     """Execute ``nb`` in place, top to bottom, in a fresh kernel of this interpreter started in ``folder``, and shut
     the kernel down (nbclient leaves a kernel manager it is given running); raises nbclient's CellExecutionError at
     the first cell that raises."""
@@ -81,7 +81,7 @@ def run(nb: nbformat.NotebookNode, folder: Path, store_widget_state: bool = Fals
         resources={"metadata": {"path": str(folder)}},
         coalesce_streams=True,  # one printout per cell, not pieces split by flushes
         record_timing=False,  # no per-cell timestamps: re-running leaves no noise in the diff
-        store_widget_state=store_widget_state,
+        store_widget_state=True,  # the widgets' state in the metadata: they render before the notebook is run
     )
     try:
         client.execute()
