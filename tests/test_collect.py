@@ -263,3 +263,12 @@ def test_bad_input_gets_clear_errors(tmp_path):
         collect(tmp_path, pasted={"my_layernorm": bc.layer_norm})
     with pytest.raises(TypeError, match=r"`pasted\['layer_norm'\]` must be a function, got str"):
         collect(tmp_path, pasted={"layer_norm": "def my_layer_norm(x): ..."})
+
+
+def test_a_piece_tried_in_place_keeps_the_table_and_says_so(tmp_path):
+    collected = collect(tmp_path)
+    tried = collected.replaced(feed_forward=bc.feed_forward, merge_heads=lambda x: x)
+    assert isinstance(tried, Collected) and tried.notes == collected.notes
+    assert tried.sources["feed_forward"] == tried.sources["merge_heads"] == collect_module.TRIED_IN_PLACE
+    assert tried.sources["layer_norm"] == "not found" and collected.sources["feed_forward"] == "not found"
+    assert "tried in place" in repr(tried) and not tried.verdicts["merge_heads"].passed

@@ -55,11 +55,12 @@ import bertcourse
 from .._validation import describe
 from ..exercises import registry  # by module, read at call time: the registry imports this package's references
 from ..exercises.records import Listing
-from .pieces import NOTEBOOK_FILES, PIECES, Pieces, _verdict_words, load_pieces
+from .pieces import NOTEBOOK_FILES, PIECES, Pieces, load_pieces, verdict_words
 from .skeleton import FILE_NAME
 
 PASTED = "pasted"
 NOT_FOUND = "not found"
+TRIED_IN_PLACE = "tried in place"
 DRIVE_MOUNT_POINT = Path("/content/drive")  # where Colab mounts Google Drive
 COLAB_NOTEBOOKS = ("MyDrive", "Colab Notebooks")  # below it, where "Save a copy in Drive" saves a notebook
 NOTHING_FOUND = (
@@ -98,10 +99,16 @@ class Collected(Pieces):
         markdown = "\n".join([head, "", *table, *([""] if notes else []), *(f"- {note}" for note in notes)])
         return Listing(text, markdown)
 
+    def replaced(self, **functions) -> Collected:
+        """As ``Pieces.replaced``; the "from" column says "tried in place" for each piece swapped in."""
+        tried = super().replaced(**functions)
+        swapped = {name: TRIED_IN_PLACE for name in functions if name in tried.mine}
+        return dataclasses.replace(tried, sources={**self.sources, **swapped})
+
     def _used(self, name: str) -> tuple[str, str]:
         verdict = self.verdicts.get(name)
         if name in self.mine:
-            return "yours", _verdict_words(verdict)
+            return "yours", verdict_words(verdict)
         return "reference", "not attempted" if verdict is not None else ""
 
     def __repr__(self) -> str:

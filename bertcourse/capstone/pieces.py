@@ -83,10 +83,11 @@ class Pieces:
         tried in place is an experiment, the learner's file is the answer."""
         with _not_recorded():
             tried = load_pieces(functions)  # checks the new functions only
-        return Pieces(
-            {**self.functions, **{name: tried.functions[name] for name in tried.mine}},
-            self.mine | tried.mine,
-            {**self.verdicts, **{name: tried.verdicts[name] for name in tried.mine}},
+        return dataclasses.replace(
+            self,
+            functions={**self.functions, **{name: tried.functions[name] for name in tried.mine}},
+            mine=self.mine | tried.mine,
+            verdicts={**self.verdicts, **{name: tried.verdicts[name] for name in tried.mine}},
         )
 
     def table(self) -> Listing:
@@ -95,7 +96,7 @@ class Pieces:
         for name in PIECES:
             verdict = self.verdicts.get(name)
             if name in self.mine:
-                used, said = "yours", _verdict_words(verdict)
+                used, said = "yours", verdict_words(verdict)
             else:
                 used, said = "reference", "not attempted" if verdict is not None else "not in your file"
             rows.append((registry.EXERCISES[name].notebook, name, used, said))
@@ -108,7 +109,8 @@ class Pieces:
         return Listing(text, "\n".join([head, "", *table]))
 
 
-def _verdict_words(verdict: CheckResult | None) -> str:
+def verdict_words(verdict: CheckResult | None) -> str:
+    """A check's verdict in the few words of a table's cell: "✅ correct", "❌ wrong (its mistake)"."""
     if verdict is None:
         return "not checked"
     if verdict.passed:
