@@ -53,6 +53,14 @@ def test_typing_a_number_redraws_with_its_fates(text, fp16_fate, bf16_fate):
     assert fp16_fate in explorer.drawn["figure"].axes[1].get_title()
 
 
+def test_a_number_a_format_stores_exactly_is_said_exact_not_its_own_two_neighbours():
+    explorer = NumberFormatExplorer()
+    explorer.text.value = "70000"
+    fp32_title, fp16_title, bf16_title = (ax.get_title() for ax in explorer.drawn["figure"].axes)
+    assert fp32_title.endswith("; exact") and "neighbours" not in fp32_title
+    assert bf16_title.endswith("neighbours 69632 and 70144")  # bf16 keeps 8 bits: steps of 512 up there
+
+
 @pytest.mark.parametrize("text", ["abc", "inf", "nan", ""])
 def test_a_text_that_is_not_a_finite_number_is_a_message(text):
     explorer = NumberFormatExplorer()

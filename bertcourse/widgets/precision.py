@@ -85,9 +85,10 @@ class NumberFormatExplorer(Explorer):
             ax.plot([stored], [0], "o", ms=11, color=colour, label="stored")
         ax.plot([value], [0], "x", ms=10, mew=2, color="black", label="typed")
         shown = "inf" if math.isinf(stored) else f"{stored:.8g}"
+        around = "exact" if below == above else f"neighbours {below:.8g} and {above:.8g}"
         ax.set_title(
             f"{name} ({format_facts(PRECISIONS[name])['decimal_digits']:.1f} digits): stores {shown}, "
-            f"relative error {row['relative_error']:.2g}, {row['fate']}; neighbours {below:.8g} and {above:.8g}",
+            f"relative error {row['relative_error']:.2g}, {row['fate']}; {around}",
             fontsize=9,
             color=colour if row["fate"] != "normal" else "black",
         )
