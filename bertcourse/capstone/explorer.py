@@ -97,7 +97,10 @@ class MistakeExplorer:
         self.pieces, self.hf_model, self.batch, self.folder = pieces, hf_model, batch, folder
         self._options = options
         self.piece = widgets.Dropdown(
-            options=list(dict.fromkeys(name for _, (name, _) in options)), value=start[0], description="piece"
+            options=list(dict.fromkeys(name for _, (name, _) in options)),
+            value=start[0],
+            description="piece",
+            layout=widgets.Layout(width="340px"),  # the longest name, scaled_dot_product_attention, whole
         )
         self.mistake = widgets.Dropdown(
             options=self._options_of(start[0]), value=start, description="mistake", layout=widgets.Layout(width="560px")

@@ -199,7 +199,9 @@ class NeuronViewExplorer(Explorer):
         options = _token_options(view.tokens)
         self.query = widgets.Dropdown(options=options, value=query, description="query")
         self.key = widgets.Dropdown(options=options, value=key, description="key")
-        self.basis = widgets.ToggleButtons(options=list(BASES.items()), value=basis, description="basis")
+        self.basis = widgets.ToggleButtons(
+            options=list(BASES.items()), value=basis, description="basis", style={"button_width": "auto"}
+        )  # each button as wide as its label: "directions of W_Q W_K^T" whole
         self._tokens = view.tokens
         controls = {
             "text": self.text,
