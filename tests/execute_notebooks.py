@@ -2,6 +2,7 @@
 
     python tests/execute_notebooks.py                 # every notebook
     python tests/execute_notebooks.py notebooks/03_masking.ipynb
+    python tests/execute_notebooks.py --restate notebooks/03_masking.ipynb   # the widget state only, no run
 
 Committed notebooks must be in exactly the state this leaves them in: nbval compares their
 outputs (``python -m pytest --nbval --nbval-current-env tests notebooks``). So the kernel is the
@@ -9,15 +10,24 @@ one nbval's ``--nbval-current-env`` starts, this interpreter's ipykernel, whatev
 machine has installed, and it starts in the notebook's folder, as nbval's does. Prints each
 notebook's wall time; stops at the first cell that raises.
 
-Widgets are committed so that a notebook that has not been run shows them as they were drawn:
+Widgets are committed so that a notebook that has not been run shows them as they were drawn, and
+so that opening and saving it in JupyterLab leaves its file byte-identical (issue 33):
 
-- the widget state goes into the notebook's metadata (nbclient's ``store_widget_state``), so a
-  trusted notebook renders the live-looking widget from it, with no kernel;
-- each widget's output also carries, beside the widget view, the picture it drew
+- each widget's output carries, beside the widget view, the picture it drew
   (``image/png``, taken from its Output widget in that state). A notebook opened without
   running it is untrusted: JupyterLab and Notebook 7 then refuse the widget view (it is not
   a "safe" output) and show the richest safe type instead, which is now this picture rather
-  than the widget's text form (``VBox(children=...``); GitHub's viewer shows it too.
+  than the widget's text form (``VBox(children=...``); GitHub's viewer shows it too;
+- the widget state in the metadata is the one JupyterLab writes for a notebook none of whose
+  widgets is live, ``{"state": {}, "version_major": 2, "version_minor": 0}`` (``UNRUN_WIDGET_STATE``).
+  With "Save Widget State Automatically" on (the README's set-up) JupyterLab's widget manager saves only
+  the models of the running kernel (``get_state_sync`` keeps ``comm_live`` models), and it marks a
+  notebook modified as soon as it loads a model from the file (``register_model`` calls ``setDirty``).
+  Committed with nbclient's full state, a notebook opened without running it was therefore marked
+  modified, and its first save, or autosave, emptied that state: reading alone rewrote the file. The
+  full state is only used by a trusted notebook, which a clone is not, and the pictures above stand in
+  for it; nbclient's state is still recorded while running, to find those pictures and to give the
+  widgets stable ids.
 
 What this cannot do: a notebook the learner ran and saved holds new widgets, whose state
 JupyterLab writes only with "Save Widget State Automatically" on (the README says so, and
@@ -46,6 +56,8 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PICTURE = "image/png"
 # The kernel as it names itself ("Python 3 (ipykernel)"): JupyterLab rewrites a notebook whose committed
 # kernelspec says otherwise, so an untouched notebook would open marked as changed.
+# What JupyterLab saves as the widget state of a notebook none of whose widgets is live (opened, not run).
+UNRUN_WIDGET_STATE = {"state": {}, "version_major": 2, "version_minor": 0}
 KERNELSPEC = {"display_name": get_kernel_dict()["display_name"], "language": "python", "name": KERNEL_NAME}
 
 
@@ -62,8 +74,34 @@ def execute(path: Path) -> float:
     run(nb, path.parent)
     elapsed = time.perf_counter() - start
     add_widget_pictures(nb)
-    nbformat.write(stable_widget_ids(nb, path.stem), path)
+    nbformat.write(as_jupyterlab_saves_it(stable_widget_ids(nb, path.stem)), path)
     return elapsed
+
+
+def as_jupyterlab_saves_it(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` with the widget state JupyterLab writes when it saves it unrun (``UNRUN_WIDGET_STATE``), where it has
+    widgets: open and save then change nothing. Call it after ``add_widget_pictures``, which reads the state."""
+    if "widgets" in nb.metadata:
+        nb.metadata["widgets"] = {WIDGET_STATE: json.loads(json.dumps(UNRUN_WIDGET_STATE))}
+    return nb
+
+
+def restate(path: Path) -> None:
+    """Rewrite an executed notebook's widget state as ``execute`` now leaves it, without running it (its outputs
+    already carry their pictures)."""
+    missing = [index for index, _ in unpictured_widget_outputs(nbformat.read(path, as_version=4))]
+    if missing:
+        sys.exit(f"{path.name}: widget outputs without their picture in cells {missing}: re-execute it instead")
+    nbformat.write(as_jupyterlab_saves_it(nbformat.read(path, as_version=4)), path)
+
+
+def unpictured_widget_outputs(nb: nbformat.NotebookNode) -> list[tuple[int, dict]]:
+    return [
+        (index, output)
+        for index, cell in enumerate(nb.cells)
+        for output in cell.get("outputs", [])
+        if WIDGET_VIEW in output.get("data", {}) and PICTURE not in output["data"]
+    ]
 
 
 def run(nb: nbformat.NotebookNode, folder: Path) -> nbformat.NotebookNode:
@@ -136,11 +174,18 @@ def add_widget_pictures(nb: nbformat.NotebookNode) -> None:
 
 
 def main(argv: list[str]) -> None:
+    """``--restate`` first: rewrite the widget state of the notebooks named (or all), without running them."""
+    only_state = argv[:1] == ["--restate"]
+    argv = argv[1:] if only_state else argv
     paths = [Path(p).resolve() for p in argv] or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if not paths:
         sys.exit(f"no notebooks found in {NOTEBOOKS}")
     for path in paths:
-        print(f"{path.name}: {execute(path):.1f} s", flush=True)
+        if only_state:
+            restate(path)
+            print(f"{path.name}: widget state as JupyterLab saves it", flush=True)
+        else:
+            print(f"{path.name}: {execute(path):.1f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,12 @@ A test without the browser checks the same promise in the files: every widget ou
 committed notebook carries its picture beside the widget view (``tests/execute_notebooks.py``
 puts it there).
 
+Opening is neutral (issue 33): a committed notebook opened and saved (Ctrl+S) without running anything
+is not marked modified and stays byte-identical, with "Save Widget State Automatically" on. JupyterLab's
+widget manager then saves only the models of the running kernel, so the committed widget state is the
+empty one it would write (``execute_notebooks.UNRUN_WIDGET_STATE``); a test without the browser checks
+that, and that each file is laid out as the Jupyter server writes a notebook (``nbformat.writes``).
+
 The browser tests start their own JupyterLab on 127.0.0.1 (a free port, a known token, and
 temporary Jupyter config, runtime, data, settings and workspace folders, so nothing of the
 machine's Jupyter setup is read or written) on a copy of the notebooks (saving never touches the
@@ -63,6 +69,7 @@ CHROMIUM_ARGS = [
 ]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXPLORER_NOTEBOOK = "notebooks/07_full_bert.ipynb"
+OPENED_AND_SAVED = ["notebooks/06_layernorm_residual_ffn.ipynb", "notebooks/12_precision_and_scale.ipynb"]
 EXPLORER_CALL = "AttentionExplorer("
 TIME_LIMIT_S = 300
 UNRUN_LIMIT_PER_NOTEBOOK_S = 60  # opening one notebook without running it
@@ -385,6 +392,28 @@ def test_every_widget_output_carries_its_picture() -> None:
     )
 
 
+def test_every_notebook_is_written_as_jupyterlab_saves_it_unrun() -> None:
+    """Without a browser: what makes open + save a no-op. Each committed notebook's widget state is the one
+    JupyterLab saves for a notebook none of whose widgets is live, and its bytes are the server's layout of its
+    content (nbformat's JSON: one-space indent, sorted keys, a final newline)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import nbformat
+    from execute_notebooks import UNRUN_WIDGET_STATE, WIDGET_STATE
+
+    wrong = []
+    for path in NOTEBOOKS:
+        text = path.read_text(encoding="utf-8")
+        nb = nbformat.reads(text, as_version=4)
+        state = nb.metadata.get("widgets", {}).get(WIDGET_STATE)
+        if state not in (None, UNRUN_WIDGET_STATE):
+            wrong.append(f"{path.name}: a widget state of {len(state.get('state', {}))} models")
+        if nbformat.writes(nb) + "\n" != text:
+            wrong.append(f"{path.name}: not laid out as the Jupyter server writes it")
+    assert not wrong, "JupyterLab would rewrite these notebooks on their first save (fix with python " + (
+        "tests/execute_notebooks.py --restate NOTEBOOK, or re-execute them): " + "; ".join(wrong)
+    )
+
+
 def test_every_browser_test_carries_the_browser_marker() -> None:
     """``pytest -m "not browser"`` leaves out exactly the tests that drive Chromium (those that call
     ``require_browser``), and the marker is registered (pyproject's [tool.pytest.ini_options] markers)."""
@@ -466,3 +495,29 @@ def test_attention_explorer_runs_responds_and_reopens_in_jupyterlab(tmp_path: Pa
         assert wait_for_a_picture(explorer, deadline) == after, "the reopened explorer lost its last drawing"
         assert WIDGET_ERROR not in explorer.inner_text(), "the reopened notebook cannot display its explorer"
         explorer.screenshot(path=str(ARTIFACTS / "browser_explorer_reopened.png"))
+
+
+@pytest.mark.browser
+def test_a_notebook_opened_and_saved_unrun_stays_byte_identical(tmp_path: Path) -> None:
+    """Open a committed notebook, run nothing, press Ctrl+S: the file is the committed one, byte for byte, and
+    JupyterLab did not mark it modified on opening (autosave would then have saved it)."""
+    require_browser()
+    deadline = Deadline(UNRUN_LIMIT_PER_NOTEBOOK_S * len(OPENED_AND_SAVED))
+    with chromium_on_lab(tmp_path, deadline) as (_, page, base, token):
+        for notebook in OPENED_AND_SAVED:
+            open_notebook(page, base, token, notebook, deadline, reset=True)
+            wait_for_kernel_idle(page, deadline)  # the widget manager has restored what it restores by now
+            page.wait_for_timeout(1000)
+            assert page.locator(".jp-NotebookPanel.jp-mod-dirty, .lm-TabBar-tab.jp-mod-dirty").count() == 0, (
+                f"{notebook}: opening it marked it modified"
+            )
+            with page.expect_response(
+                lambda response: "/api/contents/" in response.url and response.request.method == "PUT",
+                timeout=deadline.left_ms(),
+            ) as saved:
+                page.locator(".jp-NotebookPanel .jp-Notebook").first.click(position={"x": 5, "y": 5})
+                page.keyboard.press("Control+s")
+            assert saved.value.ok, f"{notebook}: saving failed: HTTP {saved.value.status}"
+            after = (tmp_path / "course" / notebook).read_bytes()
+            assert after == (REPO / notebook).read_bytes(), f"{notebook}: opened and saved, its file changed"
+            shut_down_kernels(base, token)

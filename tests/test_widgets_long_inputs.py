@@ -31,6 +31,11 @@ def model():
     return bc.load_pretrained()[0]
 
 
+def cosine_panels(figure) -> int:
+    """How many panels of the figure draw the windows' cosines (the map has a panel per slice of tokens)."""
+    return sum(ax.get_xlabel() == "cosine with the query" for ax in figure.axes)
+
+
 def test_with_the_model_each_window_gets_its_cosine_with_the_query(tok, model):
     explorer = WindowExplorer(tok, model, window=16, stride=12)
     drawn = explorer.drawn
@@ -40,7 +45,7 @@ def test_with_the_model_each_window_gets_its_cosine_with_the_query(tok, model):
         query = bc.pooling.sentence_embeddings(model, tok([explorer.query.value]))[0]
     torch.testing.assert_close(drawn["similarities"], windows @ query)
     assert drawn["best"] == int((windows @ query).argmax())
-    assert len(drawn["figure"].axes) == 2  # the windows, and the cosines beside them
+    assert cosine_panels(drawn["figure"]) == 1  # the windows, and the cosines beside them
     start, end = drawn["spans"][drawn["best"]].tolist()
     assert "yorick" in tok.decode(ids[start:end])  # "Who was the jester?" finds the jester's window
     assert drawn["title"].endswith(f"best window: {drawn['best']} (cosine {float(drawn['similarities'].max()):.2f})")
@@ -50,7 +55,7 @@ def test_with_the_model_each_window_gets_its_cosine_with_the_query(tok, model):
     assert explorer.drawn["similarities"].shape == (len(explorer.drawn["spans"]),)
     explorer.query.value = "  "
     assert explorer.drawn["similarities"] is None and explorer.drawn["best"] is None
-    assert len(explorer.drawn["figure"].axes) == 1
+    assert cosine_panels(explorer.drawn["figure"]) == 0
 
 
 def test_without_the_model_there_is_no_query_box(tok):
@@ -127,3 +132,12 @@ def test_bad_settings_show_a_message_in_the_figure(tok, settings, message):
 def test_bad_initial_settings_are_errors(tok, kwargs, match):
     with pytest.raises(ValueError, match=match):
         WindowExplorer(tok, **kwargs)
+
+
+def test_the_window_map_labels_are_readable_where_it_is_shown(tok, model):
+    """Labels of at least 9 pt (12.5 px at matplotlib's 100 dpi), on a figure narrow enough (the tokens in panels of
+    at most 30) that JupyterLab shows it at its own size; ``tests/test_browser_explorers.py`` measures it shown."""
+    figure = WindowExplorer(tok, model).drawn["figure"]
+    texts = [t for t in figure.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    assert min(t.get_fontsize() for t in texts) >= 9
+    assert figure.get_size_inches()[0] * figure.dpi <= 960

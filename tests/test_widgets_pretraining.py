@@ -142,3 +142,13 @@ def test_masking_explorer_refuses_impossible_starting_values(tokenizer):
         MLMMaskingExplorer(tokenizer, seed=100)
     with pytest.raises(ValueError, match="`probability` must be a number from 0 to 1"):
         MLMMaskingExplorer(tokenizer, probability=1.5)
+
+
+def test_the_masking_table_labels_are_readable_where_it_is_shown(tokenizer):
+    """Labels of at least 9 pt (12.5 px at matplotlib's 100 dpi), on a figure narrow enough (tokens wrapped into
+    lines) that JupyterLab shows it at its own size; ``tests/test_browser_explorers.py`` measures it shown."""
+    explorer = MLMMaskingExplorer(tokenizer, text="a detective returns to his home town and finds the old house. " * 2)
+    figure = explorer.drawn["figure"]
+    texts = [t for t in figure.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    assert min(t.get_fontsize() for t in texts) >= 9
+    assert figure.get_size_inches()[0] * figure.dpi <= 960

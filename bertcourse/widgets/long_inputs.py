@@ -34,6 +34,11 @@ DEFAULT_LONG_TEXT = (
     "the skull of Yorick, the jester he loved as a child."
 )
 DEFAULT_QUERY = "Who was the jester?"
+# Token labels of 9 points at matplotlib's 100 dpi are 12.5 px; TOKEN_INCHES a token and TOKENS_PER_PANEL a panel
+# keep the picture narrower than JupyterLab's output area in a window 1400 px wide, so it is not shrunk.
+LABEL_POINTS = 9
+TOKEN_INCHES = 0.19
+TOKENS_PER_PANEL = 30
 COLOURS = ListedColormap(["#f2f2f2", "#9ecae1", "#08519c"])  # not covered, covered, the token's output
 
 
@@ -134,26 +139,47 @@ class WindowExplorer(Explorer):
 
     @staticmethod
     def _figure(tokens, spans, matrix, similarities, best, title):
-        n_windows = spans.shape[0]
-        width = min(2 + 0.16 * len(tokens), 16)
-        height = 1.2 + 0.3 * n_windows
-        if similarities is None:
-            figure, ax = plt.subplots(figsize=(width, height))
-        else:
-            figure, (ax, bars) = plt.subplots(
-                1, 2, figsize=(width + 3, height), gridspec_kw={"width_ratios": [width, 3]}, sharey=True
-            )
+        """The map wrapped as text is: at most TOKENS_PER_PANEL tokens a panel, the panels one under another (each
+        with every window's row), so that the picture is shown at its own size and its token labels stay readable;
+        with a query, each window's cosine beside the first panel."""
+        n_windows, n_tokens = spans.shape[0], len(tokens)
+        n_panels = -(-n_tokens // TOKENS_PER_PANEL)
+        per_panel = -(-n_tokens // n_panels)  # the panels as even as they can be
+        row_inches = 0.22 if n_windows <= 12 else max(0.08, 2.6 / n_windows)
+        map_inches = TOKEN_INCHES * per_panel
+        columns = 1 if similarities is None else 2
+        figure, axes = plt.subplots(
+            n_panels,
+            columns,
+            figsize=(1.6 + map_inches + 2.0 * (columns - 1), 0.7 + n_panels * (row_inches * n_windows + 1.0)),
+            gridspec_kw={"width_ratios": [map_inches, 1.8][:columns]},
+            squeeze=False,
+            layout="constrained",
+        )
+        labels = [f"window {i}: [{s}, {e})" for i, (s, e) in enumerate(spans.tolist())]
+        for panel, row in enumerate(axes):
+            ax, start = row[0], panel * per_panel
+            shown = matrix[:, start : start + per_panel].numpy()
+            ax.imshow(shown, cmap=COLOURS, vmin=0, vmax=2, aspect="auto", interpolation="nearest")
+            ax.set_xlim(-0.5, per_panel - 0.5)  # the last panel's columns as wide as the others'
+            ax.set_xticks(range(shown.shape[1]), tokens[start : start + per_panel], rotation=90, fontsize=LABEL_POINTS)
+            ax.set_yticks(range(n_windows), labels, fontsize=LABEL_POINTS if row_inches >= 0.15 else 6)
+            if columns == 2 and panel > 0:
+                row[1].set_axis_off()
+        axes[-1, 0].set_xlabel(
+            "token (dark: its output comes from this window, where it sits most centrally)", fontsize=LABEL_POINTS
+        )
+        if similarities is not None:
+            bars = axes[0, 1]
             colours = ["#d95f02" if w == best else "#bdbdbd" for w in range(n_windows)]
             bars.barh(range(n_windows), similarities.numpy(), color=colours)
-            bars.set_xlabel("cosine with the query")
+            bars.set_ylim(axes[0, 0].get_ylim())  # each bar beside its window's row
+            bars.set_yticks([])
+            bars.set_xlabel("cosine with the query", fontsize=LABEL_POINTS)
             bars.set_xlim(min(0.0, float(similarities.min()) - 0.05), 1.0)
+            bars.tick_params(labelsize=LABEL_POINTS)
             bars.grid(axis="x", alpha=0.3)
-        ax.imshow(matrix.numpy(), cmap=COLOURS, vmin=0, vmax=2, aspect="auto", interpolation="nearest")
-        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
-        ax.set_yticks(range(n_windows), [f"window {i}: [{s}, {e})" for i, (s, e) in enumerate(spans.tolist())])
-        ax.set_xlabel("token (dark: its output comes from this window, where it sits most centrally)")
         figure.suptitle(title, fontsize=10)
-        figure.tight_layout()
         return figure
 
     def _windows(self, text: str, window: int, stride: int):

@@ -27,6 +27,10 @@ from ._base import WIDE, Explorer, nothing_drawn, sentence_box
 
 FILL_MASK_TEXT = "The film is a [MASK] about a young [MASK]."
 MASKING_TEXT = "A detective returns to his home town and finds the old house empty."
+# The masking table's labels: 9 points at matplotlib's 100 dpi are 12.5 px, and a table line of ROW_INCHES (plus
+# its row names) stays narrower than JupyterLab's output area in a window 1400 px wide, so it is not shrunk.
+LABEL_POINTS = 9
+ROW_INCHES = 8.2
 KIND_COLOURS = {"not selected": "#f0f0f0", "[MASK]": "#fdae61", "random": "#d7191c", "kept": "#1a9641"}
 MAX_MASKS = 4
 
@@ -112,29 +116,52 @@ class MLMMaskingExplorer(Explorer):
         except (TypeError, ValueError) as error:
             return _nothing_drawn(error, text=text, seed=seed)
         n = len(view.tokens)
-        width = max(6.0, 0.62 * n)
-        figure, ax = plt.subplots(figsize=(min(width, 16.0), 2.2), layout="constrained")
         rows = (("original", view.tokens), ("model sees", view.seen), ("label", [t or "-100" for t in view.labels]))
-        for y, (_, tokens) in enumerate(rows):
-            for x, (token, kind) in enumerate(zip(tokens, view.kinds, strict=True)):
-                colour = KIND_COLOURS[kind] if y > 0 else "#ffffff"
-                ax.add_patch(plt.Rectangle((x, 2 - y), 0.96, 0.9, facecolor=colour, edgecolor="#999999", lw=0.5))
-                light = y > 0 and kind in ("random", "kept")
-                ax.text(
-                    x + 0.48, 2.45 - y, token, ha="center", va="center", fontsize=7, color="white" if light else "black"
-                )
-        ax.set_xlim(0, n)
-        ax.set_ylim(0, 3)
-        ax.set_yticks([2.45, 1.45, 0.45], [name for name, _ in rows])
+        # Each token a column as wide as its longest text, the columns wrapped into lines of at most ROW_INCHES:
+        # the picture is then shown at its own size (not shrunk to fit the page) and its labels stay readable.
+        widths = [max(0.62, 0.085 * max(len(tokens[x]) for _, tokens in rows) + 0.16) for x in range(n)]
+        starts, lines = [0.0] * n, [0] * n
+        for x in range(1, n):
+            starts[x], lines[x] = starts[x - 1] + widths[x - 1], lines[x - 1]
+            if starts[x] + widths[x] > ROW_INCHES:
+                starts[x], lines[x] = 0.0, lines[x] + 1
+        n_lines = lines[-1] + 1
+        figure, ax = plt.subplots(figsize=(ROW_INCHES + 1.2, 0.9 + 1.1 * n_lines), layout="constrained")
+        for line in range(n_lines):
+            for y, (_, tokens) in enumerate(rows):
+                for x in (x for x in range(n) if lines[x] == line):
+                    kind, top = view.kinds[x], 3.5 * (n_lines - line) - 1 - y
+                    colour = KIND_COLOURS[kind] if y > 0 else "#ffffff"
+                    ax.add_patch(
+                        plt.Rectangle(
+                            (starts[x], top), widths[x] - 0.05, 0.9, facecolor=colour, edgecolor="#999999", lw=0.5
+                        )
+                    )
+                    light = y > 0 and kind in ("random", "kept")
+                    ax.text(
+                        starts[x] + (widths[x] - 0.05) / 2,
+                        top + 0.45,
+                        tokens[x],
+                        ha="center",
+                        va="center",
+                        fontsize=LABEL_POINTS,
+                        color="white" if light else "black",
+                    )
+        ax.set_xlim(0, ROW_INCHES)
+        ax.set_ylim(0.45, 3.5 * n_lines - 0.05)  # from the last line's bottom to the first's top
+        ticks = [
+            (3.5 * (n_lines - line) - 1 - y + 0.45, name) for line in range(n_lines) for y, (name, _) in enumerate(rows)
+        ]
+        ax.set_yticks([t for t, _ in ticks], [name for _, name in ticks], fontsize=LABEL_POINTS)
         ax.set_xticks([])
         ax.tick_params(length=0)
         for side in ax.spines.values():
             side.set_visible(False)
         handles = [plt.Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="#999999") for c in KIND_COLOURS.values()]
-        ax.legend(handles, KIND_COLOURS, ncol=4, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+        ax.legend(handles, KIND_COLOURS, ncol=4, fontsize=LABEL_POINTS, loc="lower center", bbox_to_anchor=(0.5, 1.0))
         selected = sum(kind != "not selected" for kind in view.kinds)
         title = f"seed {seed}: {selected} of {counted(n - 2, 'token')} selected (probability {probability:.2f})"
-        ax.set_title(title, fontsize=9, pad=22)
+        ax.set_title(title, fontsize=10, pad=24)
         matrix = np.array(
             [
                 [kind != "not selected" for kind in view.kinds],
