@@ -5,13 +5,12 @@ The model, notebooks 01-07 (every name they use is importable from the package r
 attention    Q/K/V projections, scores, scaled dot-product attention (notebooks 01-02)
 masks        padding and causal masks, one convention: bool, True = may attend (03)
 positional   sinusoidal encodings and learned positions (04)
-rotary       rotary position embeddings (RoPE): relative positions as exact rotations (04)
+embeddings   token + position + segment embeddings, position_ids for left padding (04)
 multihead    split heads, merge heads, multi-head attention with W_O (05)
 layernorm    LayerNorm from scratch, and the fused kernel the model takes (06)
 feedforward  the GELU feed-forward block (06)
 encoder      one Post-LN encoder layer, and the stack (06)
 config       BertConfig with BERT-base and MiniLM presets (07)
-embeddings   token + position + segment embeddings (07)
 bert         BertModel: embeddings, encoder stack, pooler (07)
 heads        the MLM and NSP heads, BertForPreTraining with its losses (07, 09)
 counting     BERT's parameters, module by module (07)
@@ -61,7 +60,7 @@ to its module); what other modules import has a public name. Where a fused kerne
 (attention's SDPA, LayerNorm's ``F.layer_norm``), and a test shows it equal to the teaching path.
 """
 
-from .attention import attention_scores, qkv_projection, scaled_dot_product_attention
+from .attention import attention_scores, masked_softmax, qkv_projection, scaled_dot_product_attention
 from .bert import BertModel, BertModelOutput, init_bert_weights
 from .config import BertConfig
 from .counting import count_parameters, parameter_breakdown
@@ -115,6 +114,7 @@ __all__ = [
     "layer_norm",
     "load_pretrained",
     "mask_from_attention_mask",
+    "masked_softmax",
     "merge_heads",
     "multi_head_attention",
     "padding_mask",

@@ -3,6 +3,9 @@ then LayerNorm and dropout.
 
 No sinusoids: BERT learns its 512 positions (``bertcourse.positional``). The segment
 (token-type) embedding tells sentence A from sentence B in a pair ([CLS] A [SEP] B [SEP]).
+``position_ids`` (as in Hugging Face's ``BertEmbeddings``) picks each token's row of the position
+table; left out, token t of every sentence gets row t, which is right unless a sentence is padded
+on the left.
 ``check_token_ids`` is what ``BertModel`` checks of its ids, once, at its border.
 """
 
@@ -34,13 +37,15 @@ def bert_embeddings(
     ln_weight: torch.Tensor,
     ln_bias: torch.Tensor,
     eps: float = 1e-12,
+    position_ids: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """LayerNorm(word[input_ids] + position[0..seq-1] + token_type[token_type_ids]).
+    """LayerNorm(word[input_ids] + position[position_ids] + token_type[token_type_ids]).
 
     input_ids, token_type_ids: (batch, seq) long. The three tables are (rows, hidden)
-    matrices; ln_weight, ln_bias: (hidden,). Returns (batch, seq, hidden). Dropout, which
-    BERT applies next during training, is left to the module. ``token_type_ids=None`` puts
-    every token in segment A.
+    matrices; ln_weight, ln_bias: (hidden,). position_ids: (batch, seq) or (seq,) long, each
+    token's row of the position table; None gives 0..seq-1 to every sentence. Returns
+    (batch, seq, hidden). Dropout, which BERT applies next during training, is left to the
+    module. ``token_type_ids=None`` puts every token in segment A.
     """
     require_float_tensor("word_embeddings", word_embeddings, ndim=2)
     hidden = word_embeddings.shape[1]
@@ -59,8 +64,18 @@ def bert_embeddings(
         max_position_embeddings=position_embeddings.shape[0],
         device=word_embeddings.device,
     )
+    if position_ids is not None:
+        _check_position_ids(position_ids, input_ids, position_embeddings.shape[0])
     return _bert_embeddings(
-        input_ids, token_type_ids, word_embeddings, position_embeddings, token_type_embeddings, ln_weight, ln_bias, eps
+        input_ids,
+        token_type_ids,
+        word_embeddings,
+        position_embeddings,
+        token_type_embeddings,
+        ln_weight,
+        ln_bias,
+        eps,
+        position_ids,
     )
 
 
@@ -73,11 +88,13 @@ def _bert_embeddings(
     ln_weight,
     ln_bias,
     eps=1e-12,
+    position_ids=None,
 ):
     """Look up a row in each of the three tables, add them, and normalise the sum with LayerNorm."""
-    seq_len = input_ids.shape[1]
+    if position_ids is None:
+        position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)  # (seq,): 0..seq-1, every sentence
     words = word_embeddings[input_ids]  # (batch, seq, hidden): row input_ids[b, t] of the table
-    positions = position_embeddings[:seq_len]  # (seq, hidden): rows 0..seq-1, broadcast over the batch
+    positions = position_embeddings[position_ids]  # (seq, hidden) or (batch, seq, hidden): one row per token
     segments = token_type_embeddings[token_type_ids]  # (batch, seq, hidden)
     return _layer_norm(words + positions + segments, ln_weight, ln_bias, eps)  # (batch, seq, hidden)
 
@@ -97,12 +114,19 @@ class BertEmbeddings(nn.Module):
         self.layer_norm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)  # (batch, seq): every token in segment A
+        table = self.position_embeddings.weight  # (max_positions, hidden)
+        positions = table[: input_ids.shape[1]] if position_ids is None else table[position_ids]  # (..., seq, hidden)
         summed = (
             self.word_embeddings(input_ids)  # (batch, seq, hidden)
-            + self.position_embeddings.weight[: input_ids.shape[1]]  # (seq, hidden), broadcast over the batch
+            + positions  # broadcast over the batch when (seq, hidden)
             + self.token_type_embeddings(token_type_ids)  # (batch, seq, hidden)
         )
         return self.dropout(self.layer_norm(summed))  # (batch, seq, hidden)
@@ -131,6 +155,19 @@ def check_token_ids(input_ids, token_type_ids, *, vocab_size, type_vocab_size, m
         _check_ids_in_range("token_type_ids", token_type_ids, type_vocab_size, "type_vocab_size")
 
 
+def _check_position_ids(position_ids, input_ids, max_position_embeddings) -> None:
+    """Raise unless ``position_ids`` is an integer (batch, seq) or (seq,) tensor of rows of the position table."""
+    require_integer_tensor("position_ids", position_ids, hint="Positions are counted 0, 1, 2, ... as `torch.long`.")
+    if position_ids.shape not in (input_ids.shape, input_ids.shape[1:]):
+        batch, seq = input_ids.shape
+        raise ValueError(
+            f"`position_ids` must have shape (batch, seq) = {(batch, seq)} or (seq,) = {(seq,)} like `input_ids`, "
+            f"got {describe(position_ids)}."
+        )
+    why = "Each position is a row of the position table: count from 0, one per real token."
+    _check_ids_in_range("position_ids", position_ids, max_position_embeddings, "max_position_embeddings", why)
+
+
 _IDS_HINT = "Token ids come from the tokenizer; convert with `.long()` if you built them by hand."
 
 
@@ -140,7 +177,7 @@ def check_same_shape(name, x, input_ids):
         raise ValueError(f"`{name}` must have the shape of `input_ids` {tuple(input_ids.shape)}, got {describe(x)}.")
 
 
-def _check_ids_in_range(name, ids, size, size_name):
+def _check_ids_in_range(name, ids, size, size_name, why="Were these ids made with another model's tokenizer?"):
     """Raise unless every id is in 0..size-1; a value check, so on the CPU only."""
     if not can_check_values(ids) or ids.numel() == 0:
         return
@@ -148,6 +185,5 @@ def _check_ids_in_range(name, ids, size, size_name):
     if low < 0 or high >= size:
         bad = low if low < 0 else high
         raise ValueError(
-            f"`{name}` contains {bad}, outside the range 0..{size - 1} allowed by {size_name}={size}. "
-            "Were these ids made with another model's tokenizer?"
+            f"`{name}` contains {bad}, outside the range 0..{size - 1} allowed by {size_name}={size}. {why}"
         )

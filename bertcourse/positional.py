@@ -12,8 +12,8 @@ It needs no parameters and is defined for any position. BERT does **not** use it
 learns a table of ``max_position_embeddings`` (512) vectors, one per position, and so
 cannot read a token past position 511 -- hence truncation or sliding windows.
 
-Relative positions can also live in the attention itself: rotary embeddings (``bertcourse.rotary``)
-turn the queries and keys, and ALiBi (``alibi_bias``) adds a penalty that grows with the distance
+Relative positions can also live in the attention itself: rotary embeddings (RoPE) turn the
+queries and keys, and ALiBi (``alibi_bias``) adds a penalty that grows with the distance
 to the scores. Neither is BERT's; both let a model read past the length it was trained on.
 """
 

@@ -236,3 +236,254 @@ def my_masked_softmax(scores, mask=None):
 """,
     ),
 ]
+
+# --- notebook 04 ---------------------------------------------------------------------------------
+
+RIGHT["bert_embeddings"] = """\
+def my_bert_embeddings(
+    input_ids, token_type_ids, word_embeddings, position_embeddings, token_type_embeddings, ln_weight, ln_bias,
+    eps=1e-12, position_ids=None,
+):  # fmt: skip
+    if position_ids is None:
+        position_ids = torch.arange(input_ids.shape[-1]).expand_as(input_ids)  # (batch, seq): 0..seq-1 in every row
+    summed = (
+        F.embedding(input_ids, word_embeddings)
+        + F.embedding(position_ids, position_embeddings)
+        + F.embedding(token_type_ids, token_type_embeddings)
+    )  # (batch, seq, hidden)
+    return layer_norm(summed, ln_weight, ln_bias, eps)
+"""
+
+WRONG["bert_embeddings"] = [
+    (
+        "position_ids ignored",
+        """\
+def my_bert_embeddings(
+    input_ids, token_type_ids, word_embeddings, position_embeddings, token_type_embeddings, ln_weight, ln_bias,
+    eps=1e-12, position_ids=None,
+):  # fmt: skip
+    seq_len = input_ids.shape[1]
+    summed = word_embeddings[input_ids] + position_embeddings[:seq_len] + token_type_embeddings[token_type_ids]
+    return layer_norm(summed, ln_weight, ln_bias, eps)
+""",
+    ),
+    (
+        "PyTorch's default eps",
+        """\
+def my_bert_embeddings(
+    input_ids, token_type_ids, word_embeddings, position_embeddings, token_type_embeddings, ln_weight, ln_bias,
+    eps=1e-12, position_ids=None,
+):  # fmt: skip
+    if position_ids is None:
+        position_ids = torch.arange(input_ids.shape[1])
+    summed = word_embeddings[input_ids] + position_embeddings[position_ids] + token_type_embeddings[token_type_ids]
+    return torch.nn.functional.layer_norm(summed, summed.shape[-1:], ln_weight, ln_bias)
+""",
+    ),
+]
+
+# --- notebook 07 ---------------------------------------------------------------------------------
+
+RIGHT["mlm_head"] = """\
+import math
+
+import torch.nn.functional as F
+
+
+def my_mlm_head(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+    h = F.linear(hidden, dense_weight, dense_bias)  # (..., d): nn.Linear's own formula, x W^T + b
+    h = 0.5 * h * (1 + torch.erf(h / math.sqrt(2)))  # the exact GELU, x * Phi(x)
+    h = layer_norm(h, ln_weight, ln_bias, eps)  # (..., d)
+    return torch.einsum("...d,vd->...v", h, word_embeddings) + decoder_bias  # (..., vocab)
+"""
+
+WRONG["mlm_head"] = [
+    (
+        "ReLU instead of GELU",
+        """\
+def my_mlm_head(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+    h = torch.relu(hidden @ dense_weight.T + dense_bias)
+    h = layer_norm(h, ln_weight, ln_bias, eps)
+    return h @ word_embeddings.T + decoder_bias
+""",
+    ),
+    (
+        "the decoder's bias left out",
+        """\
+import torch.nn.functional as F
+
+
+def my_mlm_head(hidden, dense_weight, dense_bias, ln_weight, ln_bias, word_embeddings, decoder_bias, eps=1e-12):
+    h = layer_norm(F.gelu(hidden @ dense_weight.T + dense_bias), ln_weight, ln_bias, eps)
+    return h @ word_embeddings.T
+""",
+    ),
+]
+
+RIGHT["hf_to_ours"] = """\
+import re
+
+
+def my_hf_to_ours(key, prefixed=False):
+    key = re.sub(r"\\.gamma$", ".weight", re.sub(r"\\.beta$", ".bias", key.removeprefix("bert.")))
+    if key == "embeddings.position_ids" or key.startswith("cls.predictions.decoder."):
+        return None  # the position buffer and the tied decoder: no weight of their own
+    heads = {
+        "cls.predictions.transform.dense.": "mlm.dense.",
+        "cls.predictions.transform.LayerNorm.": "mlm.layer_norm.",
+        "cls.predictions.bias": "mlm.bias",
+        "cls.seq_relationship.": "nsp.",
+    }
+    for theirs, ours in heads.items():
+        if key.startswith(theirs):
+            return ours + key[len(theirs) :]
+    parts = {  # the layer's part after "encoder.layer.{i}.": the longer names first
+        "attention.self.": "attention.",
+        "attention.output.dense.": "attention.output.",
+        "attention.output.LayerNorm.": "attention_norm.",
+        "intermediate.dense.": "feed_forward.intermediate.",
+        "output.dense.": "feed_forward.output.",
+        "output.LayerNorm.": "output_norm.",
+    }
+    layer = re.match(r"encoder\\.layer\\.(\\d+)\\.(.*)", key)
+    if layer:
+        number, rest = layer.groups()
+        part = next(p for p in parts if rest.startswith(p))
+        key = f"encoder.layers.{number}.{parts[part]}{rest[len(part):]}"
+    key = key.replace("embeddings.LayerNorm.", "embeddings.layer_norm.")
+    return "bert." + key if prefixed else key
+"""
+
+WRONG["hf_to_ours"] = [
+    (
+        "`prefixed` ignored",
+        """\
+def my_hf_to_ours(key, prefixed=False):
+    key = key.removeprefix("bert.")
+    if key.endswith(".gamma"):
+        key = key[: -len("gamma")] + "weight"
+    if key.endswith(".beta"):
+        key = key[: -len("beta")] + "bias"
+    if key in ("embeddings.position_ids", "cls.predictions.decoder.weight", "cls.predictions.decoder.bias"):
+        return None
+    key = key.replace("encoder.layer.", "encoder.layers.")
+    for theirs, ours in [
+        ("embeddings.LayerNorm.", "embeddings.layer_norm."),
+        (".attention.self.", ".attention."),
+        (".attention.output.dense.", ".attention.output."),
+        (".attention.output.LayerNorm.", ".attention_norm."),
+        (".intermediate.dense.", ".feed_forward.intermediate."),
+        (".output.dense.", ".feed_forward.output."),
+        (".output.LayerNorm.", ".output_norm."),
+        ("cls.predictions.transform.dense.", "mlm.dense."),
+        ("cls.predictions.transform.LayerNorm.", "mlm.layer_norm."),
+        ("cls.predictions.bias", "mlm.bias"),
+        ("cls.seq_relationship.", "nsp."),
+    ]:
+        if theirs in key:
+            return key.replace(theirs, ours)
+    return key
+""",
+    ),
+    (
+        "the shorter LayerNorm pattern first",
+        """\
+def my_hf_to_ours(key, prefixed=False):
+    key = key.removeprefix("bert.").replace(".gamma", ".weight").replace(".beta", ".bias")
+    if key in ("embeddings.position_ids", "cls.predictions.decoder.weight", "cls.predictions.decoder.bias"):
+        return None
+    head = key.startswith("cls.")
+    key = key.replace("encoder.layer.", "encoder.layers.")
+    for theirs, ours in [
+        ("embeddings.LayerNorm.", "embeddings.layer_norm."),
+        (".attention.self.", ".attention."),
+        (".output.LayerNorm.", ".output_norm."),
+        (".attention.output.dense.", ".attention.output."),
+        (".intermediate.dense.", ".feed_forward.intermediate."),
+        (".output.dense.", ".feed_forward.output."),
+        ("cls.predictions.transform.dense.", "mlm.dense."),
+        ("cls.predictions.transform.LayerNorm.", "mlm.layer_norm."),
+        ("cls.predictions.bias", "mlm.bias"),
+        ("cls.seq_relationship.", "nsp."),
+    ]:
+        if theirs in key:
+            key = key.replace(theirs, ours)
+            break
+    return "bert." + key if prefixed and not head else key
+""",
+    ),
+]
+
+RIGHT["count_parameters"] = """\
+def my_count_parameters(config):
+    d, d_ff, n = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    rows = config.vocab_size + config.max_position_embeddings + config.type_vocab_size
+    weights = rows * d + n * (4 * d * d + 2 * d * d_ff) + d * d  # tables; Q, K, V, W_O, FFN; pooler
+    biases = n * (4 * d + d_ff + d) + d  # every linear map's bias
+    norms = 2 * d * (1 + 2 * n)  # gamma and beta: the embeddings' LayerNorm and two per layer
+    return weights + biases + norms
+"""
+
+WRONG["count_parameters"] = [
+    (
+        "forgetting the biases",
+        """\
+def my_count_parameters(config):
+    d, d_ff, n = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    tables = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * d
+    layer = 4 * d * d + 2 * d * d_ff + 2 * 2 * d
+    return tables + 2 * d + n * layer + d * d
+""",
+    ),
+    (
+        "forgetting the pooler",
+        """\
+def my_count_parameters(config):
+    d, d_ff = config.hidden_size, config.intermediate_size
+    tables = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * d
+    layer = 4 * (d * d + d) + (d * d_ff + d_ff) + (d_ff * d + d) + 4 * d
+    return tables + 2 * d + config.num_hidden_layers * layer
+""",
+    ),
+]
+
+# --- notebook 02 ---------------------------------------------------------------------------------
+
+RIGHT["scaled_dot_product_attention"] = """\
+from bertcourse import masked_softmax
+
+
+def my_scaled_dot_product_attention(q, k, v, mask=None):
+    scores = torch.einsum("...qd,...kd->...qk", q, k) * q.shape[-1] ** -0.5  # (..., q_len, k_len)
+    weights = masked_softmax(scores, mask)  # (..., q_len, k_len)
+    return torch.matmul(weights, v), weights  # (..., q_len, d_v), (..., q_len, k_len)
+"""
+
+WRONG["scaled_dot_product_attention"] = [
+    (
+        "the mask ignored",
+        """\
+import math
+
+from bertcourse import attention_scores
+
+
+def my_scaled_dot_product_attention(q, k, v, mask=None):
+    weights = torch.softmax(attention_scores(q, k) / math.sqrt(q.shape[-1]), dim=-1)
+    return weights @ v, weights
+""",
+    ),
+    (
+        "k.T",
+        """\
+import math
+
+from bertcourse import masked_softmax
+
+
+def my_scaled_dot_product_attention(q, k, v, mask=None):
+    weights = masked_softmax(q @ k.T / math.sqrt(q.shape[-1]), mask)
+    return weights @ v, weights
+""",
+    ),
+]

@@ -156,6 +156,25 @@ def test_embeddings_function_matches_module():
     torch.testing.assert_close(got, expected)
 
 
+def test_position_ids_pick_the_rows_of_the_position_table():
+    """Left padding: with position_ids counted from each sentence's first real token, its embeddings are the
+    unpadded sentence's, in the function and in the module alike; (seq,) ids serve every sentence."""
+    model = bc.BertModel(SMALL).eval()
+    e = model.embeddings
+    tables = (e.word_embeddings.weight, e.position_embeddings.weight, e.token_type_embeddings.weight)
+    ln = (e.layer_norm.weight, e.layer_norm.bias, SMALL.layer_norm_eps)
+    ids = torch.tensor([[5, 6, 7]])  # (1, 3)
+    padded = torch.tensor([[0, 0, 5, 6, 7]])  # (1, 5): two [PAD] on the left
+    types, padded_types = torch.zeros_like(ids), torch.zeros_like(padded)
+    position_ids = torch.tensor([[0, 0, 0, 1, 2]])  # (1, 5)
+    alone = bc.bert_embeddings(ids, types, *tables, *ln)
+    left = bc.bert_embeddings(padded, padded_types, *tables, *ln, position_ids=position_ids)
+    torch.testing.assert_close(left[:, 2:], alone)
+    torch.testing.assert_close(e(padded, padded_types, position_ids), left)
+    flat = bc.bert_embeddings(padded, padded_types, *tables, *ln, position_ids=position_ids[0])
+    torch.testing.assert_close(flat, left)
+
+
 IDS = torch.ones(1, 3, dtype=torch.long)
 BAD_INPUTS = [
     (
@@ -200,6 +219,9 @@ def test_config_rejects_heads_that_do_not_divide_width():
         ({"input_ids": torch.ones(1, 3)}, TypeError, r"`input_ids` must hold integers"),
         ({"input_ids": torch.ones(3, dtype=torch.long)}, ValueError, r"\(batch, seq\).*unsqueeze"),
         ({"position_embeddings": torch.zeros(4, 32).T}, ValueError, r"`position_embeddings` must have shape"),
+        ({"position_ids": torch.arange(3.0)}, TypeError, r"`position_ids` must hold integers"),
+        ({"position_ids": torch.arange(4)}, ValueError, r"`position_ids` must have shape \(batch, seq\) = \(1, 3\)"),
+        ({"position_ids": torch.tensor([0, 1, 32])}, ValueError, r"`position_ids` contains 32.*=32"),
     ],
 )
 def test_the_embeddings_function_checks_its_input_like_the_model(change, error, match):

@@ -68,7 +68,9 @@ def _post_ln_as_pre_ln(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_wei
     return pre_ln_layer(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps)
 
 
-def _embeddings_without_positions(ids, types, words, positions, segments, ln_weight, ln_bias, eps=1e-12):
+def _embeddings_without_positions(
+    ids, types, words, positions, segments, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
     return torch.nn.functional.layer_norm(words[ids] + segments[types], words.shape[-1:], ln_weight, ln_bias, eps)
 
 

@@ -92,6 +92,13 @@ def _heads(x, w, h):
 
 
 # (exercise, what the learner did, their function)
+
+
+def _rows(position, input_ids, position_ids):
+    """The position rows of a right ``bert_embeddings``: rows 0..seq-1 unless ``position_ids`` says otherwise."""
+    return position[torch.arange(input_ids.shape[1]) if position_ids is None else position_ids]
+
+
 ANSWERS = [
     # --- 01 qkv_projection
     ("qkv_projection", "one tensor, q k v concatenated", lambda x, a, b, c: torch.cat([x @ a, x @ b, x @ c], -1)),
@@ -512,34 +519,36 @@ ANSWERS = [
         "eps not passed on",
         lambda x, a, f, g1, b1, g2, b2, eps=1e-12: bc.encoder.pre_ln_layer(x, a, f, g1, b1, g2, b2, 1e-5),
     ),
-    # --- 07 bert_embeddings
+    # --- 04 bert_embeddings (q: position_ids)
     (
         "bert_embeddings",
         "the segment table indexed by position",
-        lambda i, t, w, p, s, g, b, eps=1e-12: bc.layer_norm(
-            w[i] + p[: i.shape[1]] + s[: i.shape[1]] if s.shape[0] >= i.shape[1] else w[i] + p[: i.shape[1]], g, b, eps
+        lambda i, t, w, p, s, g, b, eps=1e-12, q=None: bc.layer_norm(
+            w[i] + _rows(p, i, q) + s[: i.shape[1]] if s.shape[0] >= i.shape[1] else w[i] + _rows(p, i, q), g, b, eps
         ),
     ),
     (
         "bert_embeddings",
         "the sum averaged",
-        lambda i, t, w, p, s, g, b, eps=1e-12: bc.layer_norm((w[i] + p[: i.shape[1]] + s[t]) / 3, g, b, eps),
+        lambda i, t, w, p, s, g, b, eps=1e-12, q=None: bc.layer_norm((w[i] + _rows(p, i, q) + s[t]) / 3, g, b, eps),
     ),
     (
         "bert_embeddings",
         "positions from the last row",
-        lambda i, t, w, p, s, g, b, eps=1e-12: bc.layer_norm(w[i] + p[-i.shape[1] :] + s[t], g, b, eps),
+        lambda i, t, w, p, s, g, b, eps=1e-12, q=None: bc.layer_norm(w[i] + p[-i.shape[1] :] + s[t], g, b, eps),
     ),
     (
         "bert_embeddings",
         "LayerNorm without gamma and beta",
-        lambda i, t, w, p, s, g, b, eps=1e-12: F.layer_norm(w[i] + p[: i.shape[1]] + s[t], (w.shape[1],), eps=eps),
+        lambda i, t, w, p, s, g, b, eps=1e-12, q=None: F.layer_norm(
+            w[i] + _rows(p, i, q) + s[t], (w.shape[1],), eps=eps
+        ),
     ),
     (
         "bert_embeddings",
         "one-hot matmul in float64",
-        lambda i, t, w, p, s, g, b, eps=1e-12: bc.layer_norm(
-            F.one_hot(i, w.shape[0]).double() @ w.double() + p[: i.shape[1]].double() + s[t].double(),
+        lambda i, t, w, p, s, g, b, eps=1e-12, q=None: bc.layer_norm(
+            F.one_hot(i, w.shape[0]).double() @ w.double() + _rows(p, i, q).double() + s[t].double(),
             g.double(),
             b.double(),
             eps,

@@ -1,8 +1,9 @@
 """``solution(name)`` prints code that passes ``check(name)`` when pasted into the notebook as it is (issue 34, item 4).
 
-A notebook's skeleton cell defines ``my_<name>`` with the reference's parameters and defaults; the learner pastes the
-listing in place of that cell. So each listing is run here in an empty namespace (it brings its own imports,
-constants and helpers), and the ``my_<name>`` it defines must have the reference's signature and pass the check.
+A notebook's skeleton cell defines ``my_<name>`` with the reference's parameters and defaults, less its keyword-only
+options (``Exercise.learner_parameters``); the learner pastes the listing in place of that cell. So each listing is
+run here in an empty namespace (it brings its own imports, constants and helpers), and the ``my_<name>`` it defines
+must have those parameters and pass the check.
 """
 
 import inspect
@@ -28,7 +29,9 @@ def pasted(name: str):
 @pytest.mark.parametrize("name", NAMES)
 def test_the_pasted_solution_passes_the_check(name):
     mine = pasted(name)
-    assert _parameters(mine) == _parameters(EXERCISES[name].reference), inspect.signature(mine)
+    assert _parameters(mine) == [(p.name, p.kind, p.default) for p in EXERCISES[name].learner_parameters()], (
+        inspect.signature(mine)
+    )
     result = check(name, mine)
     assert result.passed, f"{result.message}\n\nThe listing:\n{solution(name).text}"
 

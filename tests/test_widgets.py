@@ -153,7 +153,11 @@ def test_masking_with_padding_zeroes_the_pad_columns_and_real_rows_sum_to_one():
     assert (drawn["matrix"][:, :4] > 0).all()
     assert_close(drawn["matrix"][:4].sum(dim=-1), torch.ones(4))
     assert_close(drawn["mask"], bc.padding_mask([4], 6).expand(6, 6))
-    assert drawn["title"] == "sentence 2: 4 tokens + 2 [PAD]; padding mask on, causal mask off"
+    assert (
+        drawn["title"]
+        == "batch: lengths 6, 4, 2, padded to 6\nsentence 2: 4 tokens + 2 [PAD]; padding mask on, causal mask off"
+    )
+
     panels = [ax for ax in drawn["figure"].axes if ax.images]
     np.testing.assert_array_equal(panels[0].images[0].get_array(), drawn["mask"].float().numpy())
     assert panels[0].images[0].get_clim() == (0, 1)  # yellow = 1 = may attend, whatever the mask holds
@@ -162,6 +166,13 @@ def test_masking_with_padding_zeroes_the_pad_columns_and_real_rows_sum_to_one():
     assert drawn["pad_weight"] == 0.0
     assert panels[1].get_title() == "attention weights (on [PAD]: 0.00 per real query)"
     assert [t.get_text() for t in panels[1].get_xticklabels()] == drawn["tokens"]
+
+
+def test_masking_explorer_says_when_a_sentence_not_shown_changes():
+    explorer = MaskingExplorer(lengths=(6, 4, 2), padding=True, sentence=1)
+    explorer.lengths[2].value = 3  # sentence 3, not the one drawn
+    assert explorer.drawn["title"].startswith("batch: lengths 6, 4, 3, padded to 6\n")
+    assert explorer.drawn["tokens"] == ["dogs", "bark", "at", "night", "[PAD]", "[PAD]"]
 
 
 @pytest.mark.parametrize(("padding", "causal"), [(True, False), (False, True)])

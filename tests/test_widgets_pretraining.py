@@ -78,7 +78,7 @@ def test_fill_mask_explorer_answers_bad_input_with_a_message(model, tokenizer, t
     explorer.text.value = text
     assert message in explorer.drawn["message"]
     assert "`text`" not in explorer.drawn["message"], "the box is called 'sentence'"
-    assert explorer.text.description == "sentence"
+    assert explorer.text.description == "sentence (then Enter)"  # the box redraws on Enter, and says so
     assert explorer.drawn["matrix"] is None
     said_once(explorer)
 

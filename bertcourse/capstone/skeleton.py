@@ -1,9 +1,10 @@
 """``start(folder=".")``: the learner's own file of pieces, written once from a skeleton.
 
 The file, ``my_bert.py``, holds one function per piece of ``PIECES``, under its exercise name and with
-the reference's signature; each body raises ``NotImplementedError`` and its docstring is the exercise's
-prompt. A learner pastes the answers of notebooks 01-07 into it, or writes them there, one at a time:
-``load_pieces("my_bert.py")`` uses the reference for every function that still raises.
+the notebook's parameters (``Exercise.learner_parameters``); each body raises ``NotImplementedError`` and
+its docstring is the exercise's prompt. A learner pastes the answers of notebooks 01-07 into it, or writes
+them there, one at a time: ``load_pieces("my_bert.py")`` uses the reference for every function that still
+raises.
 
 ``start`` never overwrites the file, and writes nothing anywhere else. It says the same sentence
 whether it wrote the file now or found it, so that the notebook that calls it shows the same output
@@ -61,7 +62,7 @@ def skeleton() -> str:
     parts = [_HEADER]
     for name in PIECES:
         exercise = registry.EXERCISES[name]
-        signature = _plain_signature(exercise.reference)
+        signature = inspect.Signature(exercise.learner_parameters())
         text = exercise.prompt[0].upper() + exercise.prompt[1:]
         prompt = textwrap.fill(text, width=100, initial_indent="    ", subsequent_indent="    ")
         parts.append(
@@ -71,13 +72,6 @@ def skeleton() -> str:
             "    raise NotImplementedError  # your code goes here\n"
         )
     return "".join(parts)
-
-
-def _plain_signature(function) -> inspect.Signature:
-    """The reference's signature without its annotations: what a learner types."""
-    signature = inspect.signature(function)
-    parameters = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
-    return signature.replace(parameters=parameters, return_annotation=signature.empty)
 
 
 def start(folder=".") -> StartResult:

@@ -75,7 +75,7 @@ masks          03: padding_mask, causal_mask, masked_softmax, key_padding_mask, 
 positional     04: sinusoidal_position_encoding, sinusoidal_positions, alibi_bias
 multihead      05: split_heads, merge_heads, split_fused_qkv, multi_head_attention, torch_multi_head_attention
 layernorm_ffn  06: layer_norm, feed_forward, post_ln_layer, pre_ln_layer, parallel_layer, pre_ln_stack
-bert           07: bert_embeddings, mlm_head, hf_to_ours, count_parameters
+bert           04: bert_embeddings; 07: mlm_head, hf_to_ours, count_parameters
 inside, pretraining, finetuning, long_inputs, precision   08-12, the later parts
 """
 

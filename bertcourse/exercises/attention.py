@@ -2,10 +2,10 @@
 ``attention_scores``, ``scaled_dot_product_attention``, ``flexible_attention`` and ``stable_softmax``.
 
 Notebook 01 asks for ``qkv_from_linear`` and ``attention_scores`` (build pieces), notebook 02 for
-``flexible_attention`` and ``stable_softmax``; ``linear_scores`` (01's two pieces composed) and
-``scaled_dot_product_attention`` (which a cell of its notebook answered) stay checkable by name. Their cases vary
-one property at a time from a base case (batched, square, float16, a mask, an argument left out), so that the kind
-of case named as failing is the cause.
+``scaled_dot_product_attention`` (its build piece, masked through ``masked_softmax``) and ``stable_softmax``;
+``linear_scores`` (01's two pieces composed) and ``flexible_attention`` (02's former stretch) stay checkable by
+name. Their cases vary one property at a time from a base case (batched, square, float16, a mask, an argument left
+out), so that the kind of case named as failing is the cause.
 
 ``softmax_attend``, the shared tail of the wrong attentions, serves notebook 05's mistakes too.
 """
@@ -783,7 +783,7 @@ _ATTENTION_KNOBS = (
         "mask",
         (
             ("fill", "", ""),
-            ("none", "the mask ignored", "fill the masked scores before the softmax."),
+            ("none", "the mask ignored", "pass `mask` on: `masked_softmax(scores, mask)`."),
             ("inverted", "the mask inverted", "True means *may attend*: fill where the mask is False."),
             ("zero", "masked scores set to 0", "fill with `torch.finfo(scores.dtype).min`, not 0."),
             ("added", "the mask added to the scores", "fill the blocked scores instead of adding the mask."),
@@ -843,8 +843,8 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
         ),
         Mistake(
             "the mask ignored",
-            "where `mask` is False, set the score to a very negative number before the softmax: "
-            "`scores.masked_fill(~mask, torch.finfo(scores.dtype).min)`.",
+            "pass `mask` on to the softmax, `masked_softmax(scores, mask)`, which gives weight 0 to the keys where "
+            "`mask` is False (by hand: `scores.masked_fill(~mask, torch.finfo(scores.dtype).min)` first).",
             _sdpa_mask_ignored,
         ),
         Mistake(

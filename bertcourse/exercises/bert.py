@@ -1,4 +1,5 @@
-"""Exercises of notebook 07: ``bert_embeddings``, ``mlm_head``, ``hf_to_ours`` and ``count_parameters``.
+"""Exercises of BERT's own parts: ``bert_embeddings`` (notebook 04), and notebook 07's ``mlm_head``,
+``hf_to_ours`` and ``count_parameters``.
 
 Each embedding mistake leaves out, replaces or shifts one of the three summed tables, or skips the
 LayerNorm; each counting mistake leaves out or miscounts one part of the model (biases, LayerNorms,
@@ -21,7 +22,7 @@ from ..embeddings import BertEmbeddings, bert_embeddings
 from ..encoder import Encoder, EncoderLayer
 from ..heads import mlm_head
 from ..layernorm import layer_norm
-from ..positional import sinusoidal_position_encoding
+from ..positional import sinusoidal_positions
 from ..weights import hf_to_ours
 from .diagnosis import equals_one_of, is_integral
 from .random_inputs import seeded_ln_params, seeded_randn
@@ -29,26 +30,16 @@ from .records import Case, Exercise, Knob, Mistake
 
 
 def _embedding_cases(g):
+    batch_of_2 = (
+        torch.randint(0, 20, (2, 5), generator=g),
+        torch.tensor([[0, 0, 0, 1, 1], [0, 0, 1, 1, 1]]),
+        *_embedding_tables(g, 8, segments=2),
+        1e-12,
+    )
+    one_sentence = (torch.randint(0, 20, (1, 7), generator=g), torch.zeros(1, 7, dtype=torch.long))
     return [
-        Case(
-            "batch of 2, 5 tokens, two segments, hidden 8",
-            (
-                torch.randint(0, 20, (2, 5), generator=g),
-                torch.tensor([[0, 0, 0, 1, 1], [0, 0, 1, 1, 1]]),
-                *_embedding_tables(g, 8, segments=2),
-                1e-12,
-            ),
-            ("batched",),
-        ),
-        Case(
-            "one sentence of 7 tokens, one segment, hidden 8",
-            (
-                torch.randint(0, 20, (1, 7), generator=g),
-                torch.zeros(1, 7, dtype=torch.long),
-                *_embedding_tables(g, 8, 2),
-                1e-12,
-            ),
-        ),
+        Case("batch of 2, 5 tokens, two segments, hidden 8", batch_of_2, ("batched",)),
+        Case("one sentence of 7 tokens, one segment, hidden 8", (*one_sentence, *_embedding_tables(g, 8, 2), 1e-12)),
         Case(
             "eps left out, so it is BERT's 1e-12: batch of 2, 3 tokens, hidden 4, tiny table entries (about 0.001)",
             (
@@ -69,6 +60,15 @@ def _embedding_cases(g):
             ),
             ("batched",),
         ),
+        Case(
+            "the batch of 2 with `position_ids` (batch, seq): sentence 1 padded on the left by 2, positions "
+            "0, 0, 0, 1, 2",
+            (*batch_of_2, torch.tensor([[0, 0, 0, 1, 2], [0, 1, 2, 3, 4]])),
+        ),
+        Case(
+            "one sentence of 7 tokens with `position_ids` (seq,) = 3 ... 9: a window that starts at position 3",
+            (*one_sentence, *_embedding_tables(g, 8, 2), 1e-12, torch.arange(3, 10)),
+        ),
     ]
 
 
@@ -82,64 +82,93 @@ def _embedding_tables(g, hidden, segments):
     )
 
 
-def _embeddings_no_positions(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
+def _rows(position, input_ids, position_ids):
+    """The position rows the reference adds: ``position[position_ids]``, rows 0..seq-1 when ``position_ids`` is None."""
+    return position[torch.arange(input_ids.shape[1]) if position_ids is None else position_ids]
+
+
+def _embeddings_no_positions(
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
     return layer_norm(word[input_ids] + token_type[token_type_ids], ln_weight, ln_bias, eps)
 
 
-def _embeddings_no_token_types(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
-    seq_len = input_ids.shape[1]
-    return layer_norm(word[input_ids] + position[:seq_len], ln_weight, ln_bias, eps)
+def _embeddings_no_token_types(
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
+    return layer_norm(word[input_ids] + _rows(position, input_ids, position_ids), ln_weight, ln_bias, eps)
 
 
-def _embeddings_no_layer_norm(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
-    seq_len = input_ids.shape[1]
-    return word[input_ids] + position[:seq_len] + token_type[token_type_ids]
+def _embeddings_no_layer_norm(
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
+    return word[input_ids] + _rows(position, input_ids, position_ids) + token_type[token_type_ids]
 
 
-def _embeddings_sinusoidal(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
+def _embeddings_position_ids_ignored(
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
+    summed = word[input_ids] + position[: input_ids.shape[1]] + token_type[token_type_ids]
+    return layer_norm(summed, ln_weight, ln_bias, eps)
+
+
+def _embeddings_sinusoidal(
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
     seq_len, hidden = input_ids.shape[1], word.shape[1]
-    summed = word[input_ids] + sinusoidal_position_encoding(seq_len, hidden) + token_type[token_type_ids]
+    places = torch.arange(seq_len) if position_ids is None else position_ids
+    summed = word[input_ids] + sinusoidal_positions(places, hidden) + token_type[token_type_ids]
     return layer_norm(summed, ln_weight, ln_bias, eps)
 
 
-def _embeddings_positions_from_1(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
+def _embeddings_positions_from_1(
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
     seq_len = input_ids.shape[1]
-    summed = word[input_ids] + position[1 : seq_len + 1] + token_type[token_type_ids]
-    return layer_norm(summed, ln_weight, ln_bias, eps)
+    rows = position[1 : seq_len + 1] if position_ids is None else position[position_ids]
+    return layer_norm(word[input_ids] + rows + token_type[token_type_ids], ln_weight, ln_bias, eps)
 
 
-def _embeddings_positions_by_ids(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
+def _embeddings_positions_by_ids(
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
     summed = word[input_ids] + position[input_ids % position.shape[0]] + token_type[token_type_ids]
     return layer_norm(summed, ln_weight, ln_bias, eps)
 
 
 def _embeddings_layer_norm_on_words_only(
-    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
 ):
-    seq_len = input_ids.shape[1]
-    return layer_norm(word[input_ids], ln_weight, ln_bias, eps) + position[:seq_len] + token_type[token_type_ids]
+    normed = layer_norm(word[input_ids], ln_weight, ln_bias, eps)
+    return normed + _rows(position, input_ids, position_ids) + token_type[token_type_ids]
 
 
-def _embeddings_dropout_left_on(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
-    seq_len = input_ids.shape[1]
-    summed = word[input_ids] + position[:seq_len] + token_type[token_type_ids]
+def _embeddings_dropout_left_on(
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
+    summed = word[input_ids] + _rows(position, input_ids, position_ids) + token_type[token_type_ids]
     return F.dropout(layer_norm(summed, ln_weight, ln_bias, eps), p=0.1)
 
 
-def _embeddings_default_eps(input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
-    seq_len = input_ids.shape[1]
-    summed = word[input_ids] + position[:seq_len] + token_type[token_type_ids]
+def _embeddings_default_eps(
+    input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
+    summed = word[input_ids] + _rows(position, input_ids, position_ids) + token_type[token_type_ids]
     return F.layer_norm(summed, summed.shape[-1:], ln_weight, ln_bias)  # PyTorch's default eps, 1e-5
 
 
-def _embeddings_variant(settings, input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12):
+def _embeddings_variant(
+    settings, input_ids, token_type_ids, word, position, token_type, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
     """BERT's embeddings with each part chosen by ``settings`` (the knobs below)."""
     seq_len, hidden = input_ids.shape[1], word.shape[1]
+    places = torch.arange(seq_len) if position_ids is None else position_ids  # (seq,) or (batch, seq)
     positions = {
-        "table": lambda: position[:seq_len],
+        "table": lambda: position[places],
+        "ids ignored": lambda: position[:seq_len],
         "none": lambda: 0,
-        "from 1": lambda: position[1 : seq_len + 1],
-        "sinusoidal": lambda: sinusoidal_position_encoding(seq_len, hidden),
+        "from 1": lambda: position[1 : seq_len + 1] if position_ids is None else position[places],
+        "sinusoidal": lambda: sinusoidal_positions(places, hidden),
         "by token id": lambda: position[input_ids % position.shape[0]],
     }[settings["positions"]]()
     types = {
@@ -164,12 +193,18 @@ def _embeddings_variant(settings, input_ids, token_type_ids, word, position, tok
     return layer_norm(summed, ln_weight, ln_bias, eps)
 
 
+_IDS_IGNORED_HINT = (
+    "when `position_ids` is given, token t gets row `position_ids[..., t]` of the table, "
+    "`position_embeddings[position_ids]`; only `position_ids=None` means 0 ... seq - 1."
+)
+
 _EMBEDDINGS_KNOBS = (
     Knob(
         "positions",
         (
             ("table", "", ""),
-            ("none", "no position embeddings", "add `position[:seq_len]`, one learned row per position."),
+            ("ids ignored", "`position_ids` ignored", _IDS_IGNORED_HINT),
+            ("none", "no position embeddings", "add the learned position rows `position_embeddings[position_ids]`."),
             ("from 1", "positions counted from 1", "position 0 is the first row of the table: `position[:seq_len]`."),
             ("sinusoidal", "sinusoidal positions", "BERT learns its positions: take the rows of the `position` table."),
             (
@@ -254,21 +289,23 @@ BERT_EMBEDDINGS = Exercise(
     variant=_embeddings_variant,
     prompt="your function receives `input_ids` and `token_type_ids` (batch, seq) long, the tables "
     "`word_embeddings` (vocab, hidden), `position_embeddings` (max_positions, hidden), "
-    "`token_type_embeddings` (types, hidden), LayerNorm `ln_weight`, `ln_bias` (hidden,) and `eps`; it "
-    "returns (batch, seq, hidden): LayerNorm(word[input_ids] + position[0 ... seq-1] + "
-    "token_type[token_type_ids]).",
+    "`token_type_embeddings` (types, hidden), LayerNorm `ln_weight`, `ln_bias` (hidden,), `eps`, and "
+    "`position_ids`, (batch, seq) or (seq,) long, or None for 0 ... seq-1 in every sentence; it returns "
+    "(batch, seq, hidden): LayerNorm(word[input_ids] + position[position_ids] + token_type[token_type_ids]).",
     start="one row of the word table per token id, first.",
     make_cases=_embedding_cases,
     axes={"": ("batch", "token rows", "feature columns")},
     explain=_embeddings_explain,
-    notebook="07",
+    notebook="04",
     gradients=("word_embeddings", "position_embeddings", "token_type_embeddings", "ln_weight", "ln_bias"),
     mistakes=(
         Mistake(
             "no position embeddings",
-            "add the learned position vectors `position_embeddings[:seq]`; without them BERT is blind to word order.",
+            "add the learned position vectors `position_embeddings[position_ids]`; without them BERT is blind to "
+            "word order.",
             _embeddings_no_positions,
         ),
+        Mistake("`position_ids` ignored", _IDS_IGNORED_HINT, _embeddings_position_ids_ignored),
         Mistake(
             "no token type embeddings",
             "add the segment vectors `token_type_embeddings[token_type_ids]` (sentence A or B).",
@@ -281,12 +318,13 @@ BERT_EMBEDDINGS = Exercise(
         ),
         Mistake(
             "sinusoidal instead of learned positions",
-            "BERT does not use sinusoids: it learns its positions, `position_embeddings[:seq]`.",
+            "BERT does not use sinusoids: it learns its positions, `position_embeddings[position_ids]`.",
             _embeddings_sinusoidal,
         ),
         Mistake(
             "learned positions starting at 1",
-            "the first token has position 0: use rows 0 ... seq - 1 of `position_embeddings`.",
+            "the first token has position 0: with `position_ids=None`, use rows 0 ... seq - 1 of "
+            "`position_embeddings`.",
             _embeddings_positions_from_1,
         ),
         Mistake(

@@ -106,7 +106,7 @@ class Exercise:
     ``outputs`` names the items when the function returns a tuple (e.g. ("output", "weights")).
     ``solution`` shows the reference's core: the function ``core`` (by default ``_<name>``) of the
     reference's module, then the helpers named in ``extra_solution``, from the same module, then the learner's
-    ``my_<name>`` with the reference's signature: it calls the core with the arguments of the same names, or runs
+    ``my_<name>`` with ``learner_parameters``: it calls the core with the arguments of the same names, or runs
     ``solution_body`` where the public function prepares an argument first (a default computed, a list made a tensor).
     ``axes`` names the last axes of each output (key: the output's name, or "" for a single output),
     e.g. ``{"weights": ("query rows", "key columns")}``, for messages such as "only the query rows [3]".
@@ -162,6 +162,15 @@ class Exercise:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
         return positional[: max(len(case.args) for case in cases)]
+
+    def learner_parameters(self) -> list[inspect.Parameter]:
+        """The parameters of the learner's ``my_<name>``: the reference's, without annotations, up to its
+        keyword-only ones, which are options of the package's API (``need_weights``), not part of the exercise."""
+        return [
+            p.replace(annotation=p.empty)
+            for p in inspect.signature(self.reference).parameters.values()
+            if p.kind not in (p.KEYWORD_ONLY, p.VAR_KEYWORD)
+        ]
 
     def core_name(self) -> str:
         return self.core or f"_{self.name}"

@@ -72,7 +72,8 @@ EXERCISES: dict[str, Exercise] = {
 # Exercises that no notebook asks for any more, kept checkable by name (a learner may have typed them):
 # a cell or a hint of notebook 09 answered them, or (08) the package functions that notebook imports, or (12)
 # a one-liner and a copy of LossScaler.update, or (11) a hint that gave the loop, a cell the construction,
-# or (01-06) a cell of the notebook that asked for them, or (06: pre_ln_stack) one stretch exercise per notebook.
+# or (01-06) a cell of the notebook that asked for them, or (02: flexible_attention, 04: alibi_bias, 05, 06) one
+# stretch exercise per notebook.
 RETIRED = frozenset(
     {
         "mlm_corrupt",
@@ -86,9 +87,10 @@ RETIRED = frozenset(
         "window_spans",
         "local_global_mask",
         "linear_scores",
-        "scaled_dot_product_attention",
+        "flexible_attention",
         "key_padding_mask",
         "sinusoidal_position_encoding",
+        "alibi_bias",
         "multi_head_attention",
         "torch_multi_head_attention",
         "pre_ln_layer",
@@ -98,9 +100,9 @@ RETIRED = frozenset(
 # The exercises each notebook asks for, in its order: its check cells name exactly these (a test reads them).
 NOTEBOOK_ASKS = {
     "01": ("qkv_from_linear", "attention_scores"),
-    "02": ("flexible_attention", "stable_softmax"),
+    "02": ("scaled_dot_product_attention", "stable_softmax"),
     "03": ("masked_softmax", "mask_from_torch"),
-    "04": ("sinusoidal_positions", "alibi_bias"),
+    "04": ("bert_embeddings", "sinusoidal_positions"),
     "05": ("split_heads", "merge_heads", "split_fused_qkv"),
     "06": ("layer_norm", "feed_forward", "post_ln_layer", "parallel_layer"),
     "07": ("mlm_head", "hf_to_ours", "count_parameters"),
@@ -162,8 +164,9 @@ def solution(name: str) -> Listing:
 
     The core is what the package's public function calls once it has checked its arguments, so the listing holds
     the concept alone: the imports and constants it uses, the core, every private package function it calls (at any
-    depth), then ``my_<name>`` with the reference's parameters and defaults, which calls the core. Other package
-    functions that it uses are imported: they are not this exercise's code, so a check lets them be called.
+    depth), then ``my_<name>`` with the reference's parameters and defaults (less its keyword-only options), which
+    calls the core. Other package functions that it uses are imported: they are not this exercise's code, so a check
+    lets them be called.
     """
     exercise = _lookup(name)
     public = exercise.reference
@@ -209,9 +212,9 @@ def _header(exercise: Exercise, helpers: bool) -> str:
 
 
 def _learner_function(exercise: Exercise) -> str:
-    """``def my_<name>(...)`` with the reference's parameters and defaults; its body calls the core with the
-    arguments of the same names, or is the exercise's ``solution_body``."""
-    parameters = [p.replace(annotation=p.empty) for p in inspect.signature(exercise.reference).parameters.values()]
+    """``def my_<name>(...)`` with the learner's parameters and defaults (``Exercise.learner_parameters``); its body
+    calls the core with the arguments of the same names, or is the exercise's ``solution_body``."""
+    parameters = exercise.learner_parameters()
     signature = []  # each parameter as the reference writes it (without annotations), with its `/` and `*`
     for index, p in enumerate(parameters):
         if p.kind is p.KEYWORD_ONLY and not any(

@@ -48,9 +48,13 @@ def nothing_drawn(message: str, height: float = 1.4, **values) -> dict:
 
 
 def sentence_box(text: str) -> widgets.Text:
-    """The sentence to look at: the explorer redraws when you press Enter or leave the box."""
+    """The sentence to look at: the explorer redraws when you press Enter or leave the box, and its label says so."""
     return widgets.Text(
-        value=text, description="sentence", continuous_update=False, layout=widgets.Layout(width="640px")
+        value=text,
+        description="sentence (then Enter)",
+        continuous_update=False,
+        layout=widgets.Layout(width="700px"),
+        style={"description_width": "initial"},  # the whole label, not cut to the default width
     )
 
 

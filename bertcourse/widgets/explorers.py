@@ -146,7 +146,8 @@ class MaskingExplorer(Explorer):
         seq_len = max(lengths)
         n_real = lengths[sentence]
         tokens = self.words[sentence][:n_real] + ["[PAD]"] * (seq_len - n_real)
-        title = (
+        title = (  # the batch first: a slider of a sentence not shown changes this line, if nothing else
+            f"batch: lengths {', '.join(map(str, lengths))}, padded to {seq_len}\n"
             f"sentence {sentence + 1}: {counted(n_real, 'token')} + {seq_len - n_real} [PAD]; "
             f"padding mask {'on' if padding else 'off'}, causal mask {'on' if causal else 'off'}"
         )
@@ -458,10 +459,11 @@ class AttentionExplorer(Explorer):
         self.text = sentence_box(text)
         self.pair = widgets.Text(
             value=pair,
-            description="sentence B",
+            description="sentence B (then Enter)",
             placeholder="optional: a second sentence, read as segment B",
             continuous_update=False,
-            layout=widgets.Layout(width="640px"),
+            layout=widgets.Layout(width="700px"),
+            style={"description_width": "initial"},
         )
         self.view = widgets.ToggleButtons(options=list(self.VIEWS), value=view)
         self.average_heads = widgets.Checkbox(value=average_heads, description="average over heads", indent=False)
