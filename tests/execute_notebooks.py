@@ -54,10 +54,10 @@ KERNEL_NAME = "python3"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PICTURE = "image/png"
-# The kernel as it names itself ("Python 3 (ipykernel)"): JupyterLab rewrites a notebook whose committed
-# kernelspec says otherwise, so an untouched notebook would open marked as changed.
 # What JupyterLab saves as the widget state of a notebook none of whose widgets is live (opened, not run).
 UNRUN_WIDGET_STATE = {"state": {}, "version_major": 2, "version_minor": 0}
+# The kernel as it names itself ("Python 3 (ipykernel)"): JupyterLab rewrites a notebook whose committed
+# kernelspec says otherwise, so an untouched notebook would open marked as changed.
 KERNELSPEC = {"display_name": get_kernel_dict()["display_name"], "language": "python", "name": KERNEL_NAME}
 
 

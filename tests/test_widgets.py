@@ -291,6 +291,13 @@ def test_positional_explorer_highlights_the_row_and_column_of_the_table():
     np.testing.assert_allclose(vector_line.get_ydata(), table[10].numpy())
 
 
+def test_positional_explorer_says_when_a_wave_turns_too_often_to_see_over_all_positions():
+    explorer = PositionalEncodingExplorer(dimension=0)  # 512 positions, 81.5 turns: a band at the panel's width
+    assert "over all 512 positions: 81.5 turns\ntoo many to see at this width" in positional_axes(explorer.drawn)
+    explorer.dimension.value = 20  # 4.58 turns: a wave
+    assert "over all 512 positions: 4.58 turns" in positional_axes(explorer.drawn)
+
+
 def test_positional_explorer_offset_turns_a_feature_pair_by_the_same_angle_from_any_start():
     explorer = PositionalEncodingExplorer(position=10, dimension=4, offset=5)
     drawn = explorer.drawn

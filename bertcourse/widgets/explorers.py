@@ -212,6 +212,7 @@ class PositionalEncodingExplorer(Explorer):
     WINDOW = 49  # positions in the near view: the position and 24 on each side
 
     MAX_OFFSET = 64
+    MAX_TURNS_DRAWN = 40  # more turns than this over all positions and the panel shows a band, not a wave
 
     def __init__(self, max_len: int = 512, d_model: int = 64, position: int = 10, dimension: int = 4, offset: int = 5):
         self.table = sinusoidal_position_encoding(max_len, d_model)  # (max_len, d_model)
@@ -254,7 +255,10 @@ class PositionalEncodingExplorer(Explorer):
         ax_all.plot(range(max_len), column.numpy(), color="tab:purple")
         ax_all.plot([position], [value], "o", color="black")
         ax_all.ticklabel_format(axis="y", useOffset=False)  # 0.998, 0.999, ... rather than an offset of 9.98e-1
-        ax_all.set_title(f"over all {max_len} positions: {turns:.3g} turns")
+        too_fast = turns > self.MAX_TURNS_DRAWN  # the waves would merge into a band at this panel's width
+        ax_all.set_title(
+            f"over all {max_len} positions: {turns:.3g} turns" + ("\ntoo many to see at this width" if too_fast else "")
+        )
         ax_all.set_xlabel("position")
         ax_all.set_ylabel("value (scale fitted)")
         ax_vector = figure.add_subplot(grid[1, 1])
