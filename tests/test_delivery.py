@@ -331,6 +331,15 @@ def test_ci_runs_the_readme_test_command_word_for_word() -> None:
     assert command in ci_lines, ".ci/run must run the README's test command as a line of its own"
 
 
+def test_every_test_file_and_notebook_ci_names_exists() -> None:
+    """A file removed from the repository is removed from .ci/run's lists too (its later phases name files)."""
+    named = set(re.findall(r"\b(?:tests|notebooks)/[\w.]+\.(?:py|ipynb)\b", (REPO / ".ci" / "run").read_text()))
+    assert named, ".ci/run names no test file or notebook: the pattern above no longer matches its lists"
+    assert not [path for path in sorted(named) if not (REPO / path).is_file()], (
+        "named in .ci/run, not in the repository"
+    )
+
+
 # --- the README's counts ------------------------------------------------------------------------
 
 NUMBER_WORDS = {12: "Twelve", 13: "Thirteen", 14: "Fourteen", 15: "Fifteen"}
