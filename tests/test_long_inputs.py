@@ -434,3 +434,77 @@ def test_benchmark_section_reports_time_and_memory_of_the_three_methods(capsys):
     assert "one head of width 64" in report[0] and "blocks of 16 keys" in report[0]
     assert report[1].strip().startswith("n=32") and report[2].strip().startswith("n=64")
     assert all("peak memory: explicit" in line for line in report[1:])
+
+
+# --- costs: time, memory and their power laws ----------------------------------------------------
+
+
+def test_on_one_thread_runs_on_one_thread_and_gives_the_count_back_even_on_an_error():
+    threads = torch.get_num_threads()
+    assert li.on_one_thread(torch.get_num_threads) == 1
+    assert torch.get_num_threads() == threads
+
+    def fails():
+        raise RuntimeError("inside")
+
+    with pytest.raises(RuntimeError, match="inside"):
+        li.on_one_thread(fails)
+    assert torch.get_num_threads() == threads
+
+
+def test_cpu_seconds_warms_up_once_then_keeps_the_best_of_the_repeats_on_one_thread():
+    seen = []
+    seconds = li.cpu_seconds(lambda: seen.append(torch.get_num_threads()), repeats=4)
+    assert seen == [1] * 5 and isinstance(seconds, float) and seconds >= 0
+    with pytest.raises(ValueError, match="`repeats` must be a positive int, got 0"):
+        li.cpu_seconds(lambda: None, repeats=0)
+
+
+def test_measure_costs_gives_one_time_and_one_peak_per_length_for_each_method():
+    def explicit(q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v  # (1, 1, n, d)
+
+    costs = li.measure_costs({"explicit": explicit, "SDPA": F.scaled_dot_product_attention}, [32, 64], d=8, repeats=1)
+    assert list(costs) == ["explicit", "SDPA"]
+    seconds, peaks = costs["explicit"]
+    assert len(seconds) == len(peaks) == 2 and all(s >= 0 for s in seconds)
+    assert peaks[0] >= 32 * 32 * 4 and peaks[1] >= 64 * 64 * 4  # the (n, n) scores, fp32
+    with pytest.raises(ValueError, match="`lengths` must be positive ints"):
+        li.measure_costs({"SDPA": F.scaled_dot_product_attention}, [0, 64])
+
+
+def test_loglog_slope_is_the_exponent_of_a_power_law():
+    lengths = [256, 512, 1024, 2048]
+    assert li.loglog_slope(lengths, [3e-6 * n**2 for n in lengths]) == pytest.approx(2.0)
+    assert li.loglog_slope(lengths, [7.0 * n for n in lengths]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="one positive value per length"):
+        li.loglog_slope(lengths, [1.0, 2.0, 0.0, 4.0])
+    with pytest.raises(ValueError, match="two or more lengths"):
+        li.loglog_slope([512], [1.0])
+
+
+def test_cost_slopes_fit_time_and_memory_from_fit_from_on():
+    lengths = [128, 512, 1024, 2048]
+    costs = {
+        "quadratic time, linear memory": ([1.0, float(512**2), float(1024**2), float(2048**2)], [1, 512, 1024, 2048])
+    }
+    ((time_slope, memory_slope),) = li.cost_slopes(costs, lengths).values()  # 128 is left out of the fit
+    assert time_slope == pytest.approx(2.0) and memory_slope == pytest.approx(1.0)
+    assert li.cost_slopes(costs, lengths, fit_from=128)["quadratic time, linear memory"][0] > 2.0
+
+
+def test_plot_costs_draws_time_and_memory_with_the_fitted_slopes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lengths = [256, 512, 1024]
+    costs = {"explicit": ([1e-3, 4e-3, 16e-3], [2**18, 2**20, 2**22])}
+    figure = li.plot_costs(costs, lengths, "One head")
+    left, right = figure.axes
+    assert left.get_legend().get_texts()[0].get_text() == "explicit (slope 2.00)"
+    assert right.get_legend().get_texts()[0].get_text() == "explicit (slope 2.00)"
+    assert list(right.lines[0].get_ydata()) == [0.25, 1.0, 4.0]  # MiB
+    assert figure.texts[0].get_text() == "One head; slopes fitted from n = 512"
+    plt.close(figure)

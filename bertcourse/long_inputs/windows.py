@@ -109,7 +109,7 @@ def window_spans(n_tokens: int, window: int, stride: int, max_positions: int | N
 
     ``stride`` is the **step** between window starts, as in a convolution, not Hugging Face's
     tokenizer ``stride``, which is the **overlap** ``window - stride``: passing Hugging Face's
-    number here gives other windows without any error (notebook 11, pitfall 6). To cut the
+    number here gives other windows without any error (notebook 11, section 3.2). To cut the
     windows inside a Hugging Face tokenizer, use ``hf_overflow_arguments(window, stride)``.
     """
     require_positive_int("n_tokens", n_tokens)
