@@ -33,9 +33,10 @@ or a model that holds one as ``.bert``, such as ``BertForPreTraining``):
 
 The sentences these measurements run on are data here, not in the notebook: ``PROBE_SENTENCES``
 (50 sentences, many with repeated words), ``ABLATION_PAIRS`` (24 sentence pairs: paraphrases, pairs
-on one topic that say different things, unrelated pairs), ``WORD_PIECE_SENTENCES`` (20 sentences full
-of words the vocabulary splits into pieces) and ``DETERMINER_PHRASES`` (20 determiners, each with its
-noun two or three tokens on).
+on one topic that say different things, unrelated pairs), ``WORD_ORDER_PAIRS`` (24 pairs of the same
+word pieces in an order that changes the meaning) and ``PARAPHRASE_PAIRS`` (24 paraphrases in other
+words), ``WORD_PIECE_SENTENCES`` (20 sentences full of words the vocabulary splits into pieces) and
+``DETERMINER_PHRASES`` (20 determiners, each with its noun two or three tokens on).
 
 Everything is deterministic: no sampling, the model in ``eval()`` mode (these functions refuse a model
 in training mode, whose dropout would make every number random), and gradients off. The model is
@@ -154,6 +155,63 @@ ABLATION_PAIRS = (
     ("Please close the window.", "Tigers hunt mostly at night."),
     ("The coffee machine is broken again.", "Mountains are covered in snow in winter."),
     ("The exam starts at ten tomorrow.", "Bees make honey from flowers."),
+)
+
+# Sentence embeddings against a bag of words: pairs whose word pieces are the same, in another order that changes
+# the meaning (who did what to whom, where "not" sits), and paraphrases that share few words.
+WORD_ORDER_PAIRS = (
+    ("The dog bit the man.", "The man bit the dog."),
+    ("The movie was not good, it was bad.", "The movie was not bad, it was good."),
+    ("I would never say that you are wrong.", "I would say that you are never wrong."),
+    ("The cat chased the mouse.", "The mouse chased the cat."),
+    ("Anna paid Tom for the car.", "Tom paid Anna for the car."),
+    ("The teacher thanked the student.", "The student thanked the teacher."),
+    ("The boy is taller than the girl.", "The girl is taller than the boy."),
+    ("Only he eats fish on Fridays.", "He eats only fish on Fridays."),
+    ("The company bought the bank.", "The bank bought the company."),
+    ("The guests arrived after the band.", "The band arrived after the guests."),
+    ("The price went up, not down.", "The price went down, not up."),
+    ("The lawyer sued the doctor.", "The doctor sued the lawyer."),
+    ("My sister writes to my mother every week.", "My mother writes to my sister every week."),
+    ("The red car is behind the blue truck.", "The blue car is behind the red truck."),
+    ("Everyone likes someone.", "Someone likes everyone."),
+    ("The police arrested the thief.", "The thief arrested the police."),
+    ("The river is north of the city.", "The city is north of the river."),
+    ("She was happy, not sad.", "She was sad, not happy."),
+    ("The small dog chased the big cat.", "The big dog chased the small cat."),
+    ("Water turns into ice when it is cold.", "Ice turns into water when it is cold."),
+    ("The patient called the nurse.", "The nurse called the patient."),
+    ("Our team beat their team.", "Their team beat our team."),
+    ("He left the party early and came home late.", "He left the party late and came home early."),
+    ("The child is afraid of the dog.", "The dog is afraid of the child."),
+)
+
+# Paraphrases: the same meaning in other words.
+PARAPHRASE_PAIRS = (
+    ("How old are you?", "What is your age?"),
+    ("He is a physician.", "He works as a doctor."),
+    ("The cat is sleeping on the sofa.", "A kitten naps on the couch."),
+    ("Stock markets fell sharply today.", "Share prices dropped at the close."),
+    ("The train was cancelled because of the snow.", "Snow forced the railway to call off the train."),
+    ("She finished the report before lunch.", "The report was done by midday."),
+    ("The children are playing in the garden.", "Kids play outside in the yard."),
+    ("I can't find my keys anywhere.", "My keys are missing."),
+    ("The meeting has been postponed.", "The meeting was moved to a later date."),
+    ("He bought a new car.", "He purchased a new vehicle."),
+    ("It is raining heavily outside.", "There is a downpour out there."),
+    ("The shop closes at six.", "The store shuts at 6 pm."),
+    ("She is very happy with the result.", "The outcome pleased her a lot."),
+    ("Can you help me carry this box?", "Would you give me a hand with this box?"),
+    ("The film was boring.", "The movie was dull."),
+    ("The road is closed for repairs.", "Roadworks have shut the street."),
+    ("He forgot his umbrella at home.", "He left his umbrella behind at the house."),
+    ("The flight was delayed by two hours.", "The plane took off two hours late."),
+    ("I am starving.", "I am very hungry."),
+    ("The concert was sold out.", "There were no tickets left for the show."),
+    ("She is fluent in three languages.", "She speaks three tongues well."),
+    ("The bridge collapsed during the flood.", "The flood brought down the bridge."),
+    ("Prices have gone up a lot this year.", "Things have become much more expensive this year."),
+    ("The baby would not stop crying.", "The infant kept on wailing."),
 )
 
 # Determiners and their nouns with words between them ("the old man"), for a head of Clark et al.'s kind: each

@@ -658,3 +658,14 @@ def test_determiner_phrases_point_at_a_determiner_and_its_noun_further_on(minilm
         for determiner, noun in links:
             assert tokens[determiner] in {"the", "a", "an"}, (text, tokens[determiner])
             assert noun - determiner >= 2 and tokens[noun].isalpha(), (text, tokens[noun])
+
+
+def test_word_order_pairs_are_the_same_pieces_in_another_order_and_paraphrases_are_not(minilm):
+    _, tok = minilm
+    assert len(inside.WORD_ORDER_PAIRS) == 24 and len(inside.PARAPHRASE_PAIRS) == 24
+    for a, b in inside.WORD_ORDER_PAIRS:  # a bag of word pieces cannot tell the two apart
+        assert tok.tokenize(a) != tok.tokenize(b) and sorted(tok.tokenize(a)) == sorted(tok.tokenize(b)), (a, b)
+    for a, b in inside.PARAPHRASE_PAIRS:
+        assert sorted(tok.tokenize(a)) != sorted(tok.tokenize(b)), (a, b)
+    texts = [s for pair in (*inside.WORD_ORDER_PAIRS, *inside.PARAPHRASE_PAIRS) for s in pair]
+    assert len(set(texts)) == len(texts)
