@@ -33,7 +33,8 @@ from bertcourse.pretrained import default_weights_dir
 @pytest.fixture(scope="module")
 def setting():
     _, tokenizer = bc.load_pretrained()
-    batch = tokenizer(["The cat sat on the mat.", "A dog."])
+    batch = tokenizer(["The cat sat on the mat.", "A dog."], ["It slept.", "It barked at the cat all night."])
+    assert batch["input_ids"].shape[1] != 12 and bool((batch["token_type_ids"] == 1).any())  # 12: MiniLM's heads
     hf = transformers.BertModel.from_pretrained(default_weights_dir(), attn_implementation="eager").eval()
     return hf, batch
 
@@ -77,7 +78,7 @@ def _embeddings_without_positions(
 WRONG = [
     ("scaled_dot_product_attention", _sdpa_by_d_k, "layer 0: attention", "scaling by d_k"),
     ("split_heads", _split_without_transpose, "layer 0: heads split (q)", "a plain view"),
-    ("layer_norm", _layer_norm_unbiased, "layer 0: LayerNorm", "the unbiased variance"),
+    ("layer_norm", _layer_norm_unbiased, "embeddings: LayerNorm", "the unbiased variance"),
     ("feed_forward", _ffn_relu, "layer 0: feed-forward", "ReLU instead of GELU"),
     ("post_ln_layer", _post_ln_as_pre_ln, "layer 0: what post_ln_layer gives the attention", "the Pre-LN layout"),
     ("bert_embeddings", _embeddings_without_positions, "embeddings", "no position embeddings"),
@@ -108,6 +109,118 @@ def test_a_wrong_piece_is_named_at_its_step(setting, piece, wrong, step, mistake
     report = compare(load_pieces({piece: wrong}), *setting)
     assert (report.step, report.piece) == (step, piece), report.text
     assert mistake in report.text, report.text
+
+
+def _embeddings_without_segments(
+    ids, types, words, positions, segments, ln_weight, ln_bias, eps=1e-12, position_ids=None
+):
+    x = words[ids] + positions[: ids.shape[1]]  # (batch, seq, hidden): the segment rows left out
+    return torch.nn.functional.layer_norm(x, words.shape[-1:], ln_weight, ln_bias, eps)
+
+
+def _merge_heads_axes_confused(x):
+    batch, heads, seq, d_head = x.shape
+    return x.reshape(batch, seq, heads * d_head)  # the head axis read as the sequence axis: no transpose
+
+
+def _hf_to_ours_layer_norms_swapped(key, prefixed=False):
+    name = bc.weights.hf_to_ours(key, prefixed)
+    if name is None:
+        return None
+    for first, second in (("attention_norm", "output_norm"),):
+        if first in name:
+            return name.replace(first, second)
+        if second in name:
+            return name.replace(second, first)
+    return name
+
+
+@pytest.mark.parametrize(
+    ("piece", "wrong", "step"),
+    [
+        ("bert_embeddings", _embeddings_without_segments, "embeddings"),
+        ("merge_heads", _merge_heads_axes_confused, "layer 0: heads merged"),
+        ("hf_to_ours", _hf_to_ours_layer_norms_swapped, "weights renamed"),
+    ],
+)
+def test_mistakes_the_old_batch_hid_are_named(setting, piece, wrong, step):
+    report = compare(load_pieces({piece: wrong}), *setting)
+    assert (report.step, report.piece) == (step, piece), report.text
+
+
+def test_swapped_layer_norms_are_named_in_the_weights(setting):
+    text = compare(load_pieces({"hf_to_ours": _hf_to_ours_layer_norms_swapped}), *setting).text
+    assert "First difference: weights renamed. every key loads (the shapes fit), but `encoder.layers.0." in text, text
+    assert "attention.output.LayerNorm" in text and "It is your `hf_to_ours`" in text, text
+
+
+def _write(folder, functions: str):
+    path = folder / "my_bert.py"
+    path.write_text(skeleton() + "\n" + functions)  # later definitions replace the skeleton's
+    return path
+
+
+def test_a_wrong_layer_norm_inside_the_learners_embeddings_is_named_layer_norm(setting, tmp_path):
+    path = _write(
+        tmp_path,
+        """
+def layer_norm(x, weight, bias, eps=1e-12):
+    return weight * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + bias
+
+
+def bert_embeddings(ids, types, words, positions, segments, ln_weight, ln_bias, eps=1e-12, position_ids=None):
+    if position_ids is None:
+        position_ids = torch.arange(ids.shape[1]).expand_as(ids)
+    return layer_norm(words[ids] + positions[position_ids] + segments[types], ln_weight, ln_bias, eps)
+""",
+    )
+    pieces = load_pieces(path, record=False)
+    assert {"layer_norm", "bert_embeddings"} <= pieces.mine
+    report = compare(pieces, *setting)
+    assert (report.step, report.piece) == ("embeddings: LayerNorm", "layer_norm"), report.text
+
+
+def test_a_written_piece_that_calls_an_unwritten_one_runs_with_the_reference_there(setting, tmp_path):
+    path = _write(
+        tmp_path,
+        """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    weights = masked_softmax(attention_scores(q, k) / math.sqrt(q.shape[-1]), mask)
+    return weights @ v, weights
+""",
+    )
+    pieces = load_pieces(path, record=False)
+    assert pieces.mine == {"scaled_dot_product_attention"}
+    assert pieces.verdicts["scaled_dot_product_attention"].passed
+    assert pieces.borrowed == {"scaled_dot_product_attention": ("attention_scores", "masked_softmax")}
+    assert "it calls `attention_scores`, `masked_softmax`, not written yet" in pieces.table().text
+    assert compare(pieces, *setting).matches
+
+
+def test_a_file_that_does_not_import_says_where_in_one_line(tmp_path):
+    path = _write(tmp_path, "def split_heads(x, num_heads):\n    return x.view(\n")
+    pieces = load_pieces(path, record=False)
+    assert not pieces.mine and pieces.problem.startswith("my_bert.py, line "), pieces.problem
+    assert "does not import: SyntaxError" in pieces.problem and "\n" not in pieces.problem
+    assert pieces.table().text.startswith(pieces.problem + "\nUntil it imports, every piece is the package's")
+    (tmp_path / "my_bert.py").write_text("import torch\nraise RuntimeError('oops')\n")
+    assert load_pieces(tmp_path / "my_bert.py", record=False).problem == (
+        "my_bert.py, line 2 does not import: RuntimeError: oops"
+    )
+
+
+def _masked_softmax_nan_on_empty_rows(scores, mask=None):
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # a row with every key masked: NaN, not zeros
+    return scores.softmax(-1)
+
+
+def test_a_piece_wrong_only_off_this_batch_is_reported_when_every_step_matches(setting):
+    report = compare(load_pieces({"masked_softmax": _masked_softmax_nan_on_empty_rows}), *setting)
+    assert report.matches, report.text
+    assert "But your `masked_softmax` fails its own check: it is wrong on an input this batch does not have" in (
+        report.text
+    )
 
 
 def test_start_writes_the_skeleton_once_and_never_overwrites(tmp_path):

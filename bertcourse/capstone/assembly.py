@@ -15,9 +15,9 @@ calls those modules; it reads their parameters and hands them to the pieces:
 The weights are loaded through the learner's ``hf_to_ours`` (``assemble``), never through the package's
 table. When a ``Recorder`` is recording, each step's output is kept under its name, and three smaller
 pieces are run beside the larger ones on the same tensors: ``attention_scores`` and ``masked_softmax``
-beside ``scaled_dot_product_attention``, ``layer_norm`` beside ``post_ln_layer``. They do not feed the
-model (the larger piece does, and a learner's larger piece may call them), but they are compared like the
-rest, so that a wrong small piece is named as itself.
+beside ``scaled_dot_product_attention``, ``layer_norm`` beside ``bert_embeddings`` and ``post_ln_layer``.
+They do not feed the model (the larger piece does, and a learner's larger piece may call them), but they
+are compared like the rest, so that a wrong small piece is named as itself.
 
 Dropout: the pieces have none, so the assembled model is the reference model with dropout off.
 """
@@ -31,6 +31,7 @@ import torch.nn.functional as F
 
 from ..bert import BertModel, BertModelOutput
 from ..config import BertConfig
+from ..exercises import registry  # by module: the registry imports this package's references
 from ..heads import BertForPreTraining, BertMLMHead
 from ..weights import read_config, read_weights, weights_folder
 from .pieces import Pieces
@@ -100,6 +101,11 @@ class AssembledBert(BertModel):
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)  # (batch, seq): every token in segment A
         run, e, eps = self.recorder, self.embeddings, self.config.layer_norm_eps
+        if run.recording:  # the learner's layer_norm on the three rows' sum, beside a bert_embeddings that may call it
+            words = e.word_embeddings.weight[input_ids]  # (batch, seq, hidden)
+            segments = e.token_type_embeddings.weight[token_type_ids]  # (batch, seq, hidden)
+            summed = words + segments + e.position_embeddings.weight[: input_ids.shape[1]]  # (batch, seq, hidden)
+            run.beside("embeddings: LayerNorm", "layer_norm", summed, e.layer_norm.weight, e.layer_norm.bias, eps)
         x = run.call(
             "embeddings",
             "bert_embeddings",
@@ -246,16 +252,31 @@ def assemble(pieces: Pieces, folder=None, *, pretraining: bool = False):
     config = BertConfig.from_dict(read_config(folder))
     recorder = Recorder(pieces)
     model = AssembledBertForPreTraining(config, recorder) if pretraining else AssembledBert(config, recorder)
-    model.load_state_dict(renamed_weights(pieces, read_weights(folder), model), strict=False)
+    weights, model.weight_sources = renamed_weights(pieces, read_weights(folder), model)
+    model.load_state_dict(weights, strict=False)
     return model.eval()
 
 
-def renamed_weights(pieces: Pieces, hf_state: dict, model) -> dict:
-    """The file's weights under the names the learner's ``hf_to_ours`` gives; every weight of the model must be
-    given once, and only those (the tied decoder is the word table)."""
+def misplaced_weights(pieces: Pieces, weight_sources: dict, prefixed: bool) -> list[str]:
+    """Where the learner's ``hf_to_ours`` put a key of the file into another weight than the reference's renaming
+    does (two LayerNorms swapped load without an error: their shapes are equal), one line each."""
+    reference = registry.EXERCISES["hf_to_ours"].reference
+    expected = {reference(key, prefixed): key for key in weight_sources.values()}
+    expected.pop(None, None)
+    return [
+        f"`{name}` got the file's `{key}`; the reference's renaming puts `{expected[name]}` there"
+        for name, key in weight_sources.items()
+        if expected.get(name, key) != key
+    ]
+
+
+def renamed_weights(pieces: Pieces, hf_state: dict, model) -> tuple[dict, dict]:
+    """(the file's weights under the names the learner's ``hf_to_ours`` gives, and for each name the file's key
+    it came from); every weight of the model must be given once, and only those (the tied decoder is the word
+    table)."""
     prefixed = isinstance(model, BertForPreTraining)
     ours = model.state_dict()
-    renamed = {}
+    renamed, sources = {}, {}
     for key, tensor in hf_state.items():
         try:
             name = pieces["hf_to_ours"](key, prefixed)
@@ -272,8 +293,9 @@ def renamed_weights(pieces: Pieces, hf_state: dict, model) -> dict:
                 key,
             )
         renamed[name] = tensor
+        sources[name] = key
     tied = {"mlm.word_embeddings.weight"}
     missing = sorted(set(ours) - set(renamed) - tied)
     if missing:
         raise WeightsDoNotFit(f"no key of the file was renamed to {missing[0]!r}", missing[0])
-    return renamed
+    return renamed, sources

@@ -154,7 +154,7 @@ def collect(folder=None, *, pasted=None) -> Collected:
     where = {name: _where(name, picked[name], sources) for name in PIECES}
     if not written and not notes:
         notes.append(NOTHING_FOUND)
-    return Collected(pieces.functions, pieces.mine, pieces.verdicts, where, tuple(notes))
+    return Collected(**vars(pieces), sources=where, notes=tuple(notes))
 
 
 def drive_folder() -> Path:

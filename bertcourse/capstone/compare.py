@@ -22,9 +22,9 @@ import math
 import torch
 
 from ..exercises.records import Listing
-from .assembly import PieceFailed, WeightsDoNotFit, assemble
+from .assembly import PieceFailed, WeightsDoNotFit, assemble, misplaced_weights
 from .differences import beyond_tolerance, first_difference, tolerance_used
-from .pieces import Pieces, notebook_of
+from .pieces import PIECES, Pieces, notebook_of
 
 ATOL = 1e-4  # a step differs beyond atol + rtol * |Hugging Face's value|: float32 rounding stays far below
 RTOL = 1e-4
@@ -47,6 +47,7 @@ def hugging_face_steps(model, batch: dict) -> dict:
         else:
             handles.append(module.register_forward_hook(keep))
 
+    hook(bert.embeddings.LayerNorm, "embeddings: LayerNorm")
     hook(bert.embeddings, "embeddings")
     for index, layer in enumerate(bert.encoder.layer):
         where = f"layer {index}"
@@ -67,7 +68,7 @@ def hugging_face_steps(model, batch: dict) -> dict:
     attentions = out.attentions
     if hasattr(out, "prediction_logits"):
         found["MLM head"] = out.prediction_logits
-    steps = {"embeddings": found["embeddings"]}
+    steps = {"embeddings: LayerNorm": found["embeddings: LayerNorm"], "embeddings": found["embeddings"]}
     for index in range(len(bert.encoder.layer)):
         where = f"layer {index}"
         q, k, v = (found[f"{where}: {part}"] for part in ("query", "key", "value"))  # 3 x (batch, seq, hidden)
@@ -134,6 +135,11 @@ def compare(pieces: Pieces, hf_model, batch: dict, *, folder=None, pretraining: 
         return _report(pieces, "weights renamed", "hf_to_ours", math.inf, (), f"the weights do not fit: {error}.")
     except PieceFailed as error:
         return _failed(pieces, error, ())
+    misplaced = misplaced_weights(pieces, model.weight_sources, pretraining) if "hf_to_ours" in pieces.mine else []
+    if misplaced:
+        others = f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else ""
+        problem = f"every key loads (the shapes fit), but {misplaced[0]}{others}."
+        return _report(pieces, "weights renamed", "hf_to_ours", math.inf, (), problem)
     recorder = model.recorder if not pretraining else model.bert.recorder
     recorder.steps, recorder.pieces_of = {}, {}
     failed = None
@@ -165,11 +171,17 @@ def _compared(pieces, ours, theirs, pieces_of, step, failed) -> Report:
         return _report(pieces, step, pieces_of[step], difference, matched, problem, upstream)
     output = next(reversed(theirs))
     _, largest = _difference(ours[output], theirs[output])
-    text = (
+    lines = [
         f"Every step matches Hugging Face's ({len(matched)} steps, the attention maps included): the largest "
         f"difference of the last step ({output}) is below {_bound(largest)}."
-    )
-    return Report(None, None, largest, matched, text)
+    ]
+    for name in (name for name in PIECES if name in pieces.mine and not pieces.verdicts[name].passed):
+        lines += [
+            f"But your `{name}` fails its own check: it is wrong on an input this batch does not have. Its check:",
+            pieces.verdicts[name].message,
+            f"Go back to {notebook_of(name)}.",
+        ]
+    return Report(None, None, largest, matched, "\n".join(lines))
 
 
 def _caller_of(step: str) -> str:

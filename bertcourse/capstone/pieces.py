@@ -16,6 +16,7 @@ import dataclasses
 import importlib.util
 import os
 import sys
+import traceback
 import types
 from pathlib import Path
 
@@ -65,12 +66,16 @@ def notebook_of(name: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Pieces:
-    """The function used for every piece (``functions``), which of them are the learner's (``mine``), and the
-    verdict of ``check`` on each function the learner gave (``verdicts``; the skeleton's are "not attempted")."""
+    """The function used for every piece (``functions``), which of them are the learner's (``mine``), the
+    verdict of ``check`` on each function the learner gave (``verdicts``; the skeleton's are "not attempted"),
+    the learner's pieces that call others still unwritten (``borrowed``: those run as the reference), and
+    ``problem``: why a file gave no pieces at all (it does not import)."""
 
     functions: dict
     mine: frozenset
     verdicts: dict
+    borrowed: dict = dataclasses.field(default_factory=dict)  # piece -> the unwritten pieces it calls
+    problem: str | None = None  # why the learner's file gave no pieces (it does not import), in one line
 
     def __getitem__(self, name: str):
         return self.functions[name]
@@ -97,11 +102,16 @@ class Pieces:
             verdict = self.verdicts.get(name)
             if name in self.mine:
                 used, said = "yours", verdict_words(verdict)
+                if self.borrowed.get(name):
+                    calls = ", ".join(f"`{other}`" for other in self.borrowed[name])
+                    said += f"; it calls {calls}, not written yet: the reference runs there"
             else:
                 used, said = "reference", "not attempted" if verdict is not None else "not in your file"
             rows.append((registry.EXERCISES[name].notebook, name, used, said))
         mine = len(self.mine)
         head = f"{mine} of {len(PIECES)} pieces are yours; the other {len(PIECES) - mine} are the package's reference."
+        if self.problem:
+            head = f"{self.problem}\nUntil it imports, every piece is the package's reference."
         width = max(len(name) for _, name, _, _ in rows)
         text = "\n".join([head, *(f"{nb}  {name.ljust(width)}  {used:9s}  {said}" for nb, name, used, said in rows)])
         table = ["| notebook | piece | used | check |", "|---|---|---|---|"]
@@ -135,28 +145,74 @@ def _not_recorded():
 def load_pieces(source=None, *, record: bool = True) -> Pieces:
     """The twelve pieces from ``source``: a module, a path to a ``.py`` file, a dict of functions by name, or
     None (every piece the reference). Each function found is checked; one still unwritten is replaced.
-    ``record=False``: the checks leave no verdict for ``progress()`` or the grader (a scratch file, a demo)."""
+    ``record=False``: the checks leave no verdict for ``progress()`` or the grader (a scratch file, a demo).
+
+    A file that does not import gives no pieces and says why in one line (``problem``, shown by ``table()``).
+    In a module, a written piece that calls one still unwritten (``scaled_dot_product_attention`` calling an
+    unwritten ``masked_softmax``) runs with the reference in that place: the module's name is bound to it."""
     if not record:
         with _not_recorded():
             return load_pieces(source)
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            source = _import_file(Path(source))
+        except ImportFailed as failure:
+            return Pieces(dict(_references()), frozenset(), {}, problem=str(failure))
     functions_found = _functions_of(source)
-    functions, mine, verdicts = {}, set(), {}
+    functions, mine, verdicts = dict(_references()), set(), {}
     for name in PIECES:
-        reference = registry.EXERCISES[name].reference
         function = functions_found.get(name)
         if function is None:
-            functions[name] = reference
             continue
         if not callable(function):
             raise TypeError(f"`{name}` in your pieces must be a function, got {describe(function)}.")
-        verdict = registry.check(name, function)
-        verdicts[name] = verdict
-        if verdict.status == NOT_ATTEMPTED:
-            functions[name] = reference
-        else:
-            functions[name] = function
+        verdicts[name] = registry.check(name, function)
+    suspects = {name for name, verdict in verdicts.items() if verdict.status == NOT_ATTEMPTED}
+    unwritten = suspects
+    if suspects and isinstance(source, types.ModuleType):
+        unwritten = _bind_to_references(source, suspects)
+        verdicts.update({name: registry.check(name, functions_found[name]) for name in suspects - unwritten})
+    borrowed = {}
+    for name, verdict in verdicts.items():
+        if verdict.status != NOT_ATTEMPTED:
+            functions[name] = functions_found[name]
             mine.add(name)
-    return Pieces(functions, frozenset(mine), verdicts)
+            calls = sorted(unwritten & set(_names_used(functions_found[name])), key=PIECES.index)
+            if calls:
+                borrowed[name] = tuple(calls)
+    return Pieces(functions, frozenset(mine), verdicts, borrowed)
+
+
+def _references() -> dict:
+    return {name: registry.EXERCISES[name].reference for name in PIECES}
+
+
+def _names_used(function) -> tuple[str, ...]:
+    """The global names ``function``'s code reads (its own and its nested functions')."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return ()
+    names, stack = set(), [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(const for const in current.co_consts if isinstance(const, types.CodeType))
+    return tuple(names)
+
+
+def _bind_to_references(module: types.ModuleType, suspects: set) -> set:
+    """Bind, in ``module``, the pieces whose check said "not attempted" to the references, and return those
+    still unwritten: a piece that says "not attempted" even with every suspect bound to the reference raised
+    its own ``NotImplementedError``; the others raised one of a piece they call, and get their name back."""
+    functions = {name: getattr(module, name) for name in suspects}
+    references = _references()
+    for name in suspects:
+        setattr(module, name, references[name])
+    with _not_recorded():
+        unwritten = {name for name in suspects if registry.check(name, functions[name]).status == NOT_ATTEMPTED}
+    for name in suspects - unwritten:
+        setattr(module, name, functions[name])  # written after all: the learner's own, for the pieces calling it
+    return unwritten
 
 
 def _functions_of(source) -> dict:
@@ -167,8 +223,6 @@ def _functions_of(source) -> dict:
         if unknown:
             raise ValueError(f"unknown pieces {unknown}; the pieces are: {', '.join(PIECES)}.")
         return dict(source)
-    if isinstance(source, (str, os.PathLike)):
-        source = _import_file(Path(source))
     if isinstance(source, types.ModuleType) or hasattr(source, "__dict__"):
         return {name: getattr(source, name) for name in PIECES if hasattr(source, name)}
     raise TypeError(
@@ -187,5 +241,21 @@ def _import_file(path: Path) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules.pop(path.stem, None)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        raise ImportFailed(path, error) from error
     return module
+
+
+class ImportFailed(Exception):
+    """The learner's file raised while it was imported: its name, the line, the error, in one line."""
+
+    def __init__(self, path: Path, error: Exception):
+        line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else None
+        if line is None:
+            frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == str(path)]
+            line = frames[-1].lineno if frames else None
+        where = f"{path.name}, line {line}" if line else path.name
+        message = error.msg if isinstance(error, SyntaxError) else str(error)
+        super().__init__(f"{where} does not import: {type(error).__name__}: {message}")

@@ -65,6 +65,9 @@ def _first_cases(g):
     extra = {"layer 0: a step of yours only": seeded_randn(g, 3), **_copy(theirs)}
     pair = {"a": torch.ones(2, 3), "b": torch.ones(2, 3)}
     broadcast = {"a": torch.ones(1, 3), "b": torch.ones(2, 3)}  # one row where the reference has two equal rows
+    two_of_three = _copy(theirs)
+    two_of_three["layer 0: Q, K and V"] = (q, k)  # a tuple of two where the reference has three
+    logits_off = _copy(theirs, lambda name, t: t * (1 + 5e-4) if name == "MLM head" else t)  # within rtol 1e-3
     relative_theirs = {"a": torch.tensor([1.0, 2.0, -1.0]), "b": torch.tensor([0.5])}
     relative_ours = {"a": torch.tensor([1.0, 2.0, -1.5]), "b": torch.tensor([0.5])}
     return [
@@ -80,6 +83,11 @@ def _first_cases(g):
         Case("a step of yours that the reference has not", (extra, theirs, 1e-4, 1e-4)),
         Case("shape (1, 3) where the reference has (2, 3), its rows alike", (broadcast, pair, 1e-4, 1e-4)),
         Case("atol 0, rtol 0.4: 1.5 where the reference has -1", (relative_ours, relative_theirs, 0.0, 0.4)),
+        Case("Q, K and V as two tensors where the reference has three", (two_of_three, theirs, 1e-4, 1e-4)),
+        Case(
+            "atol 1e-6, rtol 1e-3: the MLM logits (about 20) off by 5e-4 of their size",
+            (logits_off, theirs, 1e-6, 1e-3),
+        ),
     ]
 
 
@@ -88,6 +96,8 @@ def _walk(ours, theirs, differs):
         if step not in ours:
             return step
         mine = ours[step]
+        if isinstance(expected, tuple) and len(mine) != len(expected):
+            return step
         pairs = zip(mine, expected, strict=True) if isinstance(expected, tuple) else [(mine, expected)]
         if any(differs(m, e) for m, e in pairs):
             return step
@@ -96,6 +106,10 @@ def _walk(ours, theirs, differs):
 
 def _first_nan_passes(ours, theirs, atol=1e-4, rtol=1e-4):
     return _walk(ours, theirs, lambda m, e: bool(((m - e).abs() > atol + rtol * e.abs()).any()))
+
+
+def _first_tolerances_swapped(ours, theirs, atol=1e-4, rtol=1e-4):
+    return _walk(ours, theirs, lambda m, e: m.shape != e.shape or not bool(torch.isclose(m, e, atol, rtol).all()))
 
 
 def _first_absolute_only(ours, theirs, atol=1e-4, rtol=1e-4):
@@ -113,8 +127,10 @@ def _gaps(ours, theirs, atol, rtol):
         if step not in ours:
             continue
         mine = ours[step]
-        pairs = zip(mine, expected, strict=True) if isinstance(expected, tuple) else [(mine, expected)]
-        pairs = list(pairs)
+        if isinstance(expected, tuple) and len(mine) != len(expected):
+            found[step] = float("inf")
+            continue
+        pairs = list(zip(mine, expected, strict=True)) if isinstance(expected, tuple) else [(mine, expected)]
         if any(m.shape != e.shape or not torch.allclose(m, e, rtol=rtol, atol=atol) for m, e in pairs):
             found[step] = max(float((m - e).abs().nan_to_num(nan=1e30).max()) for m, e in pairs)
     return found
@@ -153,8 +169,9 @@ FIRST_DIFFERENCE = Exercise(
     "one forward pass each, `theirs` the reference's steps in the order the model computes them (`ours` may lack "
     "a step, or hold extra ones), and the tolerances `atol` and `rtol` (default 1e-4 each); it returns the name of "
     "the first step of `theirs`, in its order, that `ours` gives differently, or None when every step matches. A "
-    "step differs when `ours` lacks it, when a tensor's shape is not the reference's, when it holds a NaN, or when "
-    "an entry is off by more than atol + rtol * |theirs|; a tuple step differs when one of its tensors does.",
+    "step differs when `ours` lacks it, when a tensor's shape (or a tuple's length) is not the reference's, when it "
+    "holds a NaN, or when an entry is off by more than atol + rtol * |theirs|; a tuple step differs when one of its "
+    "tensors does.",
     start="walk `theirs` in order; for one step, compute |ours - theirs| and compare it with the tolerance.",
     make_cases=_first_cases,
     notebook="13",
@@ -170,6 +187,12 @@ FIRST_DIFFERENCE = Exercise(
             "the MLM logits are about 20 in size, so float32 rounds them by more than 1e-4: add rtol times the "
             "reference's size to the tolerance.",
             _first_absolute_only,
+        ),
+        Mistake(
+            "atol and rtol swapped",
+            "`torch.isclose(a, b, atol, rtol)` passes atol as rtol: its third parameter is `rtol`. Name them: "
+            "`torch.isclose(a, b, rtol=rtol, atol=atol)`, or write `|a - b| <= atol + rtol * |b|` yourself.",
+            _first_tolerances_swapped,
         ),
         Mistake(
             "the tolerance relative to your values",
