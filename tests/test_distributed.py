@@ -27,6 +27,7 @@ from bertcourse.distributed import (
     run_job,
     torchrun_command,
 )
+from bertcourse.distributed.train import main as train_main
 from bertcourse.distributed.train import train_data_parallel
 from bertcourse.weights import read_weights
 
@@ -120,6 +121,18 @@ def test_bad_input_is_explained():
         run_job("torchrun train.py")
     with pytest.raises(RuntimeError, match=r"the job exited with code 3"):
         run_job([sys.executable, "-c", "import sys; sys.exit(3)"])
+
+
+def test_a_visible_gpu_does_not_move_the_course_jobs_off_the_cpu(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a Colab GPU runtime, 1 GPU
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    command = torchrun_command(2, "bertcourse.distributed.train", ["--out", "run"])  # 2 CPU ranks
+    assert "--nproc_per_node=2" in command and "cuda" not in command
+    with pytest.raises(ValueError, match=r"`nproc`=2 is more processes than this machine's 1 GPUs"):
+        torchrun_command(2, "bertcourse.distributed.train", gpus=True)
+    assert torchrun_command(1, "bertcourse.distributed.train", gpus=True)[-2:] == ["--device", "cuda"]
+    train_main(["--out", str(tmp_path), "--steps", "2", "--global-batch", "8"])  # a CUDA device would fail here
+    assert (tmp_path / "result.json").is_file()
 
 
 def test_a_crash_outside_python_is_quoted_even_when_the_report_is_long():

@@ -1,6 +1,7 @@
 """Data parallelism: the same model on several processes, each on its share of every batch.
 
-Notebook 12 runs it on a 2-core CPU with the gloo backend; the same code runs on GPUs with nccl.
+Notebook 12 runs it on the CPU with the gloo backend, even where a GPU is visible; the same code runs on GPUs with
+nccl when asked (``torchrun_command(..., gpus=True)``).
 
 - ``data``: a tiny synthetic pretraining set in which every row has the same number of masked
   tokens, the tiny config (no dropout, so runs can be compared weight for weight), and

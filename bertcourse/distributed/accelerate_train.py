@@ -11,15 +11,15 @@ The article's four lines (``prepare``, ``backward``) leave out what a real run n
   together read one global batch per step, the same rows ``train``'s DistributedSampler gives.
 - ``accelerator.backward(loss)`` (it scales the loss when fp16 needs it), then
   ``accelerator.clip_grad_norm_`` (it unscales first), ``optimizer.step()``.
-- The learning-rate schedule is **not** passed to ``prepare``: a prepared scheduler steps once per
-  process at every step (``AcceleratedScheduler`` assumes the schedule was counted in per-process
-  batches), which would run 09's warm-up twice as fast on 2 processes.
+- The learning-rate schedule is **not** passed to ``prepare``: in every process a prepared scheduler
+  steps ``num_processes`` times at every step (``AcceleratedScheduler.step`` with ``split_batches=False``),
+  which would run 09's warm-up twice as fast on 2 processes.
 - ``accelerator.gather_for_metrics(loss)``: every rank's loss, for a loss of the global batch.
 - ``accelerator.wait_for_everyone()``, then on the main process only
   ``accelerator.unwrap_model(model).save_pretrained(out)``: the model without its DDP wrapper,
   written once.
 
-``accelerate launch --multi_gpu --num_processes 2 -m bertcourse.distributed.accelerate_train``
+``accelerate launch --multi_gpu --num_processes 2 -m bertcourse.distributed.accelerate_train --device cuda``
 starts it on GPUs; on CPUs ``accelerate launch --cpu`` starts several processes only through MPI, so
 on this machine torchrun starts it: ``Accelerator`` reads the same environment either way.
 """
@@ -54,12 +54,13 @@ def train_accelerate(
     seed: int = 0,
     precision: str = "fp32",
     progress: bool = True,
+    device: str = "cpu",
 ):
     """Train with Accelerate; the main process writes ``out/model`` and ``out/result.json`` (and prints
-    the loss 4 times in the run unless ``progress=False``)."""
+    the loss 4 times in the run unless ``progress=False``); on the CPU unless ``device="cuda"``."""
     if precision not in MIXED_PRECISION:
         raise ValueError(f"`precision` must be one of {sorted(MIXED_PRECISION)}, got {precision!r}.")
-    accelerator = Accelerator(mixed_precision=MIXED_PRECISION[precision], cpu=not torch.cuda.is_available())
+    accelerator = Accelerator(mixed_precision=MIXED_PRECISION[precision], cpu=device != "cuda")
     world_size = accelerator.num_processes
     if global_batch % world_size:
         raise ValueError(f"`global_batch`={global_batch} is not divisible by the world size {world_size}.")
@@ -103,6 +104,7 @@ def main(argv=None) -> None:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--precision", default="fp32")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args(argv)
     try:
         train_accelerate(
@@ -112,6 +114,7 @@ def main(argv=None) -> None:
             lr=args.lr,
             seed=args.seed,
             precision=args.precision,
+            device=args.device,
         )
     except Exception as error:
         traceback.print_exc()

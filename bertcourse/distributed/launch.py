@@ -11,8 +11,9 @@ quotes the lines where it said why, which torchrun's report leaves out. A job th
 time raises ``JobTimeout``: a hang becomes an error.
 
 ``torchrun_command(nproc, module, args)`` builds ``python -m torch.distributed.run --standalone
---nproc_per_node=N -m module ...`` and refuses more processes than this machine has GPUs (or CPU
-cores without GPUs): ranks beyond that share a device and only slow each other down.
+--nproc_per_node=N -m module ...``: CPU ranks with gloo, whether or not a GPU is visible, unless
+``gpus=True`` (then ``--device cuda`` for the module: nccl, one GPU per rank). It refuses more processes
+than this machine has CPU cores (or GPUs, when asked for): ranks sharing a device only slow each other down.
 """
 
 from __future__ import annotations
@@ -44,24 +45,27 @@ class JobTimeout(RuntimeError):
     """The job ran past its timeout; its processes were killed."""
 
 
-def available_slots() -> tuple[int, str]:
-    """(how many ranks this machine can run one per device, what the devices are)."""
-    if torch.cuda.is_available():
-        return torch.cuda.device_count(), "GPUs"
+def available_slots(gpus: bool = False) -> tuple[int, str]:
+    """(how many ranks this machine can run one per device, what the devices are): GPUs if ``gpus``."""
+    if gpus:
+        return (torch.cuda.device_count() if torch.cuda.is_available() else 0), "GPUs"
     return os.cpu_count() or 1, "CPU cores"
 
 
-def torchrun_command(nproc: int, module: str, args=()) -> list[str]:
-    """``python -m torch.distributed.run --standalone --nproc_per_node=nproc -m module *args``."""
+def torchrun_command(nproc: int, module: str, args=(), *, gpus: bool = False) -> list[str]:
+    """``python -m torch.distributed.run --standalone --nproc_per_node=nproc -m module *args``.
+
+    The ranks run on the CPU (gloo) even where a GPU is visible; ``gpus=True`` adds ``--device cuda``
+    to the module's arguments (``train`` and ``accelerate_train`` read it: nccl, one GPU per rank)."""
     require_positive_int("nproc", nproc)
-    slots, what = available_slots()
+    slots, what = available_slots(gpus)
     if nproc > slots:
         raise ValueError(
             f"`nproc`={nproc} is more processes than this machine's {slots} {what}: "
             f"ranks sharing a device only slow each other down; use at most {slots}."
         )
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
-    return [*launcher, "-m", module, *(str(a) for a in args)]
+    return [*launcher, "-m", module, *(str(a) for a in args), *(["--device", "cuda"] if gpus else [])]
 
 
 def run_job(command: list[str], timeout: float = 60.0) -> str:

@@ -3,17 +3,18 @@
     python -m torch.distributed.run --standalone --nproc_per_node=2 -m bertcourse.distributed.train --out run
 
 torchrun starts one process per rank and gives each ``RANK``, ``WORLD_SIZE`` and the rendezvous
-address in its environment; ``init_process_group`` reads them (gloo on CPUs, nccl on GPUs, one GPU
-per rank). Each rank builds the same model (same seed; DDP also broadcasts rank 0's weights),
-wraps it in ``DistributedDataParallel``, and trains on its rows of every global batch
-(``data.rank_batch``): ``backward`` all-reduces the gradients, averaged, so every rank takes the
-same optimizer step and the replicas stay equal. Only rank 0 prints and writes (the checkpoints,
-the model with ``save_pretrained``, ``result.json``): every rank writing the same files at once
-can leave a torn file. Without torchrun (no ``RANK`` in the environment) ``train_data_parallel``
-is the one-process run the DDP run is compared with.
+address in its environment; ``init_process_group`` reads them (gloo on CPUs; with ``--device cuda``,
+nccl, one GPU per rank: a visible GPU alone does not move the job to it). Each rank builds the same
+model (same seed; DDP also broadcasts rank 0's weights), wraps it in ``DistributedDataParallel``,
+and trains on its rows of every global batch (``data.rank_batch``): ``backward`` all-reduces the
+gradients, averaged, so every rank takes the same optimizer step and the replicas stay equal. Only
+rank 0 prints and writes (the checkpoints, the model with ``save_pretrained``, ``result.json``):
+every rank writing the same files at once can leave a torn file. Without torchrun (no ``RANK`` in
+the environment) ``train_data_parallel`` is the one-process run the DDP run is compared with.
 
 Across machines the same script runs unchanged: ``torchrun --nnodes=2 --nproc_per_node=8
---rdzv-backend=c10d --rdzv-endpoint=HOST:29400 -m bertcourse.distributed.train ...`` on each machine.
+--rdzv-backend=c10d --rdzv-endpoint=HOST:29400 -m bertcourse.distributed.train --device cuda ...`` on each
+machine.
 
 ``--fail-rank R --fail-step S`` makes rank R raise at step S (the fault tests); a failing worker
 prints ``WORKER FAILED rank=R: <error>`` for ``launch.run_job`` to report.
@@ -62,16 +63,17 @@ def train_data_parallel(
     fail_rank: int | None = None,
     fail_step: int | None = None,
     progress: bool = True,
+    device: str = "cpu",
 ) -> dict:
     """Train on this process's share; rank 0 writes ``out/model``, ``out/result.json``; returns the result.
 
-    Rank 0 prints the loss 4 times in the run unless ``progress=False``."""
+    Rank 0 prints the loss 4 times in the run unless ``progress=False``. ``device="cuda"``: one GPU per rank."""
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"`device` must be 'cpu' or 'cuda', got {device!r}.")
     autocast_dtype = None if precision == "fp32" else precision_dtype(precision)
     distributed = dist.is_initialized()
     rank, world_size = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
-    device = (
-        torch.device("cuda", rank % torch.cuda.device_count()) if torch.cuda.is_available() else torch.device("cpu")
-    )
+    device = torch.device("cuda", rank % torch.cuda.device_count()) if device == "cuda" else torch.device("cpu")
     dataset = make_dataset(seed=seed)
     rank_batch(dataset, 0, global_batch, rank, world_size)  # checks the sizes before anything starts
     torch.manual_seed(seed)
@@ -140,12 +142,13 @@ def main(argv=None) -> None:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--fail-rank", type=int)
     parser.add_argument("--fail-step", type=int)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args(argv)
     distributed = "RANK" in os.environ
     rank = int(os.environ.get("RANK", 0))
     try:
         if distributed:
-            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
         train_data_parallel(
             args.out,
             steps=args.steps,
@@ -158,6 +161,7 @@ def main(argv=None) -> None:
             resume=args.resume,
             fail_rank=args.fail_rank,
             fail_step=args.fail_step,
+            device=args.device,
         )
         if distributed:
             dist.barrier()  # rank 0 has written its files; no rank closes its connections while another still works
