@@ -487,3 +487,37 @@ def my_scaled_dot_product_attention(q, k, v, mask=None):
 """,
     ),
 ]
+
+# --- notebook 09 ---------------------------------------------------------------------------------
+
+RIGHT["mlm_corrupt"] = """\
+def my_mlm_corrupt(input_ids, selected, draws, random_ids, mask_token_id):
+    labels = input_ids.masked_fill(~selected, -100)  # the original id where selected
+    to_mask = selected & (draws < 0.8)
+    to_random = selected & (draws >= 0.8) & (draws < 0.9)
+    corrupted = input_ids.clone()
+    corrupted[to_mask] = mask_token_id
+    corrupted[to_random] = random_ids[to_random]
+    return corrupted, labels
+"""
+
+WRONG["mlm_corrupt"] = [
+    (
+        "labels on every token",
+        """\
+def my_mlm_corrupt(input_ids, selected, draws, random_ids, mask_token_id):
+    corrupted = torch.where(selected & (draws < 0.8), mask_token_id, input_ids)
+    corrupted = torch.where(selected & (draws >= 0.8) & (draws < 0.9), random_ids, corrupted)
+    return corrupted, input_ids.clone()
+""",
+    ),
+    (
+        "labels taken after the corruption",
+        """\
+def my_mlm_corrupt(input_ids, selected, draws, random_ids, mask_token_id):
+    corrupted = torch.where(selected & (draws < 0.8), mask_token_id, input_ids)
+    corrupted = torch.where(selected & (draws >= 0.8) & (draws < 0.9), random_ids, corrupted)
+    return corrupted, torch.where(selected, corrupted, -100)
+""",
+    ),
+]

@@ -122,7 +122,7 @@ RIGHT["mean_pooling"] = [
 ]
 
 
-# --- 09 mlm_corrupt (retired) ------------------------------------------------------------------------
+# --- 09 mlm_corrupt (asked again, with use) ------------------------------------------------------------
 
 
 def _corrupt(input_ids, selected, draws, random_ids, mask_token_id):

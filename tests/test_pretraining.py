@@ -469,6 +469,79 @@ def test_collate_errors():
         )
 
 
+def test_the_collator_masks_with_the_rule_it_is_given():
+    """Notebook 09 trains with the learner's mlm_corrupt: the collator applies any function of its signature."""
+    documents = synthetic_documents()
+    calls = []
+
+    def corrupt(input_ids, selected, draws, random_ids, mask_token_id):
+        calls.append((input_ids.shape, selected.dtype, draws.dtype, mask_token_id))
+        return mlm_corrupt(input_ids, selected, draws, random_ids, mask_token_id)
+
+    package = PretrainingCollator(documents, SPECIALS, max_length=16)
+    given = PretrainingCollator(documents, SPECIALS, max_length=16, corrupt=corrupt)
+    ours, theirs = package(package.positions[:8], g(3)), given(given.positions[:8], g(3))
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours), "mlm_corrupt given is the package's default"
+    assert calls == [(ours["input_ids"].shape, torch.bool, torch.float32, SPECIALS.mask)]
+
+    def always_mask(input_ids, selected, draws, random_ids, mask_token_id):
+        return torch.where(selected, mask_token_id, input_ids), torch.where(selected, input_ids, IGNORE_INDEX)
+
+    masked = PretrainingCollator(documents, SPECIALS, max_length=16, corrupt=always_mask)(package.positions[:8], g(3))
+    assert torch.equal(masked["labels"], ours["labels"]), "the same positions are selected"
+    assert (masked["input_ids"][masked["labels"] != IGNORE_INDEX] == SPECIALS.mask).all()
+    with pytest.raises(TypeError, match="mlm_corrupt"):
+        PretrainingCollator(documents, SPECIALS, corrupt="80/10/10")
+    with pytest.raises(TypeError, match="mlm_corrupt"):
+        mask_tokens(ours["input_ids"], SPECIALS, generator=g(), corrupt=1)
+
+
+def test_swap_context_keeps_the_mask_positions_and_changes_the_words():
+    batch = PretrainingCollator(synthetic_documents(), SPECIALS, max_length=16)(
+        PretrainingCollator(synthetic_documents(), SPECIALS).positions[:8], g(1)
+    )
+    swapped, scored = pretraining.swap_context(batch, SPECIALS)
+    shows_mask = selected_kinds(batch["input_ids"], batch["labels"], SPECIALS.mask)["mask"]
+    assert scored.any() and not (scored & ~shows_mask).any(), "only [MASK] positions are scored"
+    assert (swapped["input_ids"][scored] == SPECIALS.mask).all()
+    donor = batch["input_ids"].roll(1, dims=0)
+    assert torch.equal(swapped["input_ids"][~scored], donor[~scored]), "everything else is the other pair's"
+    assert torch.equal(swapped["attention_mask"], batch["attention_mask"].roll(1, dims=0))
+    assert swapped["attention_mask"][scored].all(), "a scored position is a real token of the other pair"
+
+
+def test_watched_metrics_see_a_model_that_ignores_the_context_lose_nothing_in_another_pair():
+    torch.manual_seed(0)
+    model = bc.BertForPreTraining(tiny_config(SPECIALS.vocab_size, max_length=16)).eval()
+    with torch.no_grad():  # a model that sees only its own position: the words cannot matter
+        model.bert.embeddings.word_embeddings.weight.zero_()
+        model.bert.embeddings.token_type_embeddings.weight.zero_()
+    collate = PretrainingCollator(synthetic_documents(), SPECIALS, max_length=16)
+    batch = collate(collate.positions[:16], g(2))
+    metrics = pretraining.WatchedMetrics(model, SPECIALS)
+    with torch.no_grad():
+        figures = {name: float(value) for name, (value, _) in metrics(batch, model(**batch)).items()}
+    assert abs(figures["swap_loss"] - figures["swap_own_loss"]) < 1e-5
+    shares = [value for name, value in figures.items() if name.startswith("sep_attention")]
+    assert len(shares) == 4 and all(0 <= share <= 1 for share in shares)
+    assert 0 < figures["sep_uniform"] < 1
+    with pytest.raises(TypeError, match="BertForPreTraining"):
+        pretraining.WatchedMetrics(None, SPECIALS)
+
+
+def test_neighbour_attention_is_near_one_over_n_for_random_weights():
+    torch.manual_seed(0)
+    model = bc.BertForPreTraining(tiny_config(SPECIALS.vocab_size, max_length=16))
+    collate = PretrainingCollator(synthetic_documents(), SPECIALS, max_length=16)
+    batches = [collate(collate.positions[:8], g(4))]
+    shares = pretraining.neighbour_attention(model, batches)  # (layers, heads, 2)
+    assert shares.shape == (2, 2, 2) and model.training, "the model is back in training mode"
+    n = batches[0]["attention_mask"].sum(-1).float()  # (batch,)
+    assert (shares - (1 / n).mean()).abs().max() < 0.03
+    with pytest.raises(ValueError, match="nothing to measure"):
+        pretraining.neighbour_attention(model, [])
+
+
 def test_held_out_batches_are_fixed():
     documents = synthetic_documents()
     first, second = (

@@ -1,21 +1,21 @@
-"""Exercises of notebook 09: ``masked_only_accuracy``, ``lr_multiplier`` and ``whole_word_mask``.
+"""Exercises of notebook 09: ``mlm_corrupt`` (BERT's own objective, asked with ``use`` so that the live run trains
+with the learner's masking), ``masked_only_accuracy`` (its stretch exercise), and the exercises it asked before.
 
 Each combines ideas the notebook shows without giving their code. Their mistakes are the slips of MLM
-metrics, schedules and masking: an accuracy on every selected position (a model scores there by
-copying the token it sees), the prediction compared with the input, a mean over every position, the
-argmax over the wrong axis, a count or a Python float, 0 instead of NaN with no [MASK]; a schedule with
-no warm-up, a warm-up one step ahead or one step long, a decay measured from step 0 or over
-total_steps, a factor below 0 past the end, a division by zero without warm-up, a cosine; whole-word
-masking that stops at the first piece or the next one, leaks into the next word, carries a word across
-rows, or selects the pieces of unselected words. Messages for the wrong answers nobody catalogued say
-which positions a wrong accuracy counted, where a step stands in the schedule, and what the first wrong
-piece of a whole-word mask is (``explain``).
+masking and metrics: labels on every token, 0 instead of -100, labels taken after the corruption, every
+selected token masked, the 80/10/10 shares read backwards, random tokens where nothing was selected; an
+accuracy on every selected position (a model scores there by copying the token it sees), the prediction
+compared with the input, a mean over every position, the argmax over the wrong axis, a count or a Python
+float, 0 instead of NaN with no [MASK]. Messages for the wrong answers nobody catalogued say which positions
+a wrong accuracy counted (``explain``).
 
-The exercises notebook 09 asked for before, ``mlm_corrupt``, ``truncate_pair`` and ``mlm_accuracy``, stay
-checkable by name (``registry.RETIRED``): labels on every token, 0 instead of -100, labels taken after
-the corruption, every selected token masked, the 80/10/10 shares read backwards, random tokens where
-nothing was selected; a truncation that forgets the three special tokens, cuts one segment only, the
-wrong end or the wrong segment on a tie; an accuracy over every position instead of the selected ones.
+The exercises notebook 09 asked for before, ``truncate_pair``, ``mlm_accuracy``, ``lr_multiplier`` and
+``whole_word_mask``, stay checkable by name (``registry.RETIRED``): a truncation that forgets the three
+special tokens, cuts one segment only, the wrong end or the wrong segment on a tie; an accuracy over every
+position instead of the selected ones; a schedule with no warm-up, a warm-up one step ahead or one step
+long, a decay measured from step 0 or over total_steps, a factor below 0 past the end, a division by zero
+without warm-up, a cosine; whole-word masking that stops at the first piece or the next one, leaks into the
+next word, carries a word across rows, or selects the pieces of unselected words.
 """
 
 from __future__ import annotations

@@ -70,13 +70,13 @@ EXERCISES: dict[str, Exercise] = {
 }
 
 # Exercises that no notebook asks for any more, kept checkable by name (a learner may have typed them):
-# a cell or a hint of notebook 09 answered them, or (08) the package functions that notebook imports, or (12)
-# a one-liner and a copy of LossScaler.update, or (11) a hint that gave the loop, a cell the construction,
+# a cell or a hint of notebook 09 answered them (or they were cut for its sitting), or (08) the package
+# functions that notebook imports, or (12) a one-liner and a copy of LossScaler.update, or (11) a hint that
+# gave the loop, a cell the construction,
 # or (01-06) a cell of the notebook that asked for them, or (02: flexible_attention, 04: alibi_bias, 05, 06) one
 # stretch exercise per notebook.
 RETIRED = frozenset(
     {
-        "mlm_corrupt",
         "truncate_pair",
         "mlm_accuracy",
         "role_score",
@@ -95,6 +95,8 @@ RETIRED = frozenset(
         "torch_multi_head_attention",
         "pre_ln_layer",
         "pre_ln_stack",
+        "lr_multiplier",
+        "whole_word_mask",
     }
 )
 # The exercises each notebook asks for, in its order: its check cells name exactly these (a test reads them).
@@ -107,7 +109,7 @@ NOTEBOOK_ASKS = {
     "06": ("layer_norm", "feed_forward", "post_ln_layer", "parallel_layer"),
     "07": ("mlm_head", "hf_to_ours", "count_parameters"),
     "08": ("word_piece_targets", "value_weighted_norms"),
-    "09": ("masked_only_accuracy", "lr_multiplier", "whole_word_mask"),
+    "09": ("mlm_corrupt", "masked_only_accuracy"),
     "10": ("classification_logits", "choose_on_dev", "predict_labels"),
     "11": ("average_token_outputs", "merge_softmax_blocks", "longformer_mask"),
     "12": ("global_mean_loss", "safe_loss_scale"),

@@ -36,21 +36,32 @@ identical to one that never stopped.
 from ..heads import IGNORE_INDEX
 from .checks import require_documents, require_generator, require_positions, require_share, require_texts
 from .fill_mask import MaskingView, fill_mask, masking_view
-from .masking import MASK_SHARE, RANDOM_SHARE, mask_tokens, mlm_accuracy, mlm_corrupt, whole_word_mask
+from .masking import (
+    MASK_SHARE,
+    RANDOM_SHARE,
+    mask_tokens,
+    mlm_accuracy,
+    mlm_corrupt,
+    require_corrupt,
+    whole_word_mask,
+)
 from .metrics import (
     COPY_SHARE,
     KINDS,
     POSITION_WEIGHT,
     PositionBaseline,
     PretrainingMetrics,
+    WatchedMetrics,
     balanced_nsp_accuracy,
     context_figures,
     continuation_ids,
     masked_only_accuracy,
     mlm_baselines,
+    neighbour_attention,
     nsp_by_text_kind,
     position_baseline,
     selected_kinds,
+    swap_context,
     token_distribution,
     top_predictions,
 )
@@ -117,6 +128,7 @@ __all__ = [
     "PretrainingCollator",
     "PretrainingData",
     "PretrainingMetrics",
+    "WatchedMetrics",
     "PretrainingRun",
     "SpecialIds",
     "balanced_nsp_accuracy",
@@ -132,6 +144,7 @@ __all__ = [
     "load_shipped_run",
     "mask_tokens",
     "masked_only_accuracy",
+    "neighbour_attention",
     "nsp_by_text_kind",
     "masking_view",
     "mlm_accuracy",
@@ -144,6 +157,7 @@ __all__ = [
     "pair_positions",
     "pretrain",
     "pretraining_data",
+    "require_corrupt",
     "require_documents",
     "require_generator",
     "require_max_length",
@@ -154,6 +168,7 @@ __all__ = [
     "sample_nsp_pairs",
     "save_run",
     "selected_kinds",
+    "swap_context",
     "tiny_config",
     "token_distribution",
     "tokenize_documents",

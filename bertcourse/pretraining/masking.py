@@ -23,25 +23,44 @@ MASK_SHARE, RANDOM_SHARE = 0.8, 0.1  # of the selected tokens; the remaining 10%
 
 
 def mask_tokens(
-    input_ids: torch.Tensor, specials: SpecialIds, *, generator: torch.Generator, probability: float = 0.15
+    input_ids: torch.Tensor,
+    specials: SpecialIds,
+    *,
+    generator: torch.Generator,
+    probability: float = 0.15,
+    corrupt=None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's masking: returns (the ids the model sees, the labels), both shaped like ``input_ids``.
 
     ``probability`` of the non-special tokens are selected (each independently, as Hugging Face's
     collator does; BERT's own code picks exactly 15% per sequence). The draws come from
-    ``generator``, on its device, then move to the ids' device.
+    ``generator``, on its device, then move to the ids' device. ``corrupt`` applies the 80/10/10 rule
+    to those draws, with ``mlm_corrupt``'s signature (notebook 09 passes the learner's); None: the package's.
     """
     require_integer_tensor("input_ids", input_ids, hint="Token ids come from the tokenizer.")
     require_specials(specials)
     require_generator(generator)
     require_share("probability", probability)
+    require_corrupt(corrupt)
     shape, device = input_ids.shape, generator.device
     maskable = ~torch.isin(input_ids, specials.ids.to(input_ids.device))  # (batch, seq): no [CLS] [SEP] [PAD]
     selected = torch.rand(shape, generator=generator, device=device).to(input_ids.device) < probability
     draws = torch.rand(shape, generator=generator, device=device).to(input_ids.device)  # which of 80/10/10
     ordinary = specials.ordinary_ids().to(device)
     random_ids = ordinary[torch.randint(len(ordinary), shape, generator=generator, device=device)]
-    return _mlm_corrupt(input_ids, selected & maskable, draws, random_ids.to(input_ids.device), specials.mask)
+    random_ids = random_ids.to(input_ids.device)
+    if corrupt is None:
+        return _mlm_corrupt(input_ids, selected & maskable, draws, random_ids, specials.mask)
+    return corrupt(input_ids, selected & maskable, draws, random_ids, specials.mask)
+
+
+def require_corrupt(corrupt) -> None:
+    """``corrupt`` is None (the package's 80/10/10 rule) or a function with ``mlm_corrupt``'s signature."""
+    if corrupt is not None and not callable(corrupt):
+        raise TypeError(
+            "`corrupt` must be None or a function (input_ids, selected, draws, random_ids, mask_token_id) -> "
+            f"(corrupted, labels), as `mlm_corrupt`, got {describe(corrupt)}."
+        )
 
 
 def mlm_corrupt(

@@ -25,6 +25,12 @@ only by that much has learnt the layout of a pair, not the words around the gap.
 ``nsp_by_text_kind`` splits NSP's recall by the kind of text each sentence came from (a plot summary,
 a review): a model that answers NotNext when the two kinds differ has learnt the kind, not the order.
 
+``swap_context`` and ``WatchedMetrics`` test whether the model reads the context at all: the same [MASK]
+positions, the same answers, scored once in their own pair and once in another pair's words. A model that
+ignores the context loses nothing in another pair; one that reads it does worse there. ``WatchedMetrics``
+also records how much attention each head gives [SEP] (``sep_attention_<layer>_<head>``), beside the
+share uniform attention would give it (``sep_uniform``).
+
 ``continuation`` is the [MASK] positions whose answer is a word piece that continues a word
 (``##ing``): the neighbouring piece all but decides it, so it is the first place context shows.
 """
@@ -104,6 +110,99 @@ class PretrainingMetrics:
                 if count:
                     figures[f"nsp_recall_{name}"] = (right[truth == label].float().mean(), count)
         return figures
+
+
+def swap_context(batch: dict, specials: SpecialIds, shift: int = 1) -> tuple[dict, torch.Tensor]:
+    """Each pair's [MASK] positions put into the words of another pair: (model inputs, scored (batch, seq) bool).
+
+    Row ``i`` takes the input of row ``i - shift`` (its tokens, token types and attention mask, its own
+    masks included) and gets [MASK] at its own [MASK] positions. ``scored``: those of row ``i``'s [MASK]
+    positions where the other pair has an ordinary token, so that the position, the answer and the layout
+    stay and only the words around change. Compare the loss there with the loss in the pair's own words.
+    """
+    require_specials(specials)
+    labels, seen = batch["labels"], batch["input_ids"]  # (batch, seq) each
+    original = torch.where(labels != IGNORE_INDEX, labels, seen)  # (batch, seq): the texts before masking
+    donor = {k: batch[k].roll(shift, dims=0) for k in ("input_ids", "attention_mask", "token_type_ids")}
+    donor_ordinary = donor["attention_mask"].bool() & ~torch.isin(
+        original.roll(shift, dims=0), specials.ids.to(seen.device)
+    )  # (batch, seq)
+    scored = selected_kinds(seen, labels, specials.mask)["mask"] & donor_ordinary  # (batch, seq)
+    donor["input_ids"] = torch.where(scored, specials.mask, donor["input_ids"])  # (batch, seq)
+    return donor, scored
+
+
+class WatchedMetrics(PretrainingMetrics):
+    """``PretrainingMetrics`` plus two probes of ``model`` at each evaluation (it runs the model again):
+
+    ``swap_loss``: the [MASK] loss with another pair's words around the gap (``swap_context``), and
+    ``swap_own_loss``: the loss at the same positions in their own pair; ``sep_attention_<layer>_<head>``:
+    the mean share of attention an ordinary token (a word or [MASK]) gives the [SEP] tokens, and
+    ``sep_uniform``: the share uniform attention over the real tokens would give them.
+    """
+
+    def __init__(self, model, specials: SpecialIds, continuations: torch.Tensor | None = None):
+        super().__init__(specials, continuations)
+        if not callable(model):
+            raise TypeError(f"`model` must be the BertForPreTraining being trained, got {describe(model)}.")
+        self.model = model
+
+    def __call__(self, batch: dict, output) -> dict[str, tuple[torch.Tensor, int]]:
+        figures = super().__call__(batch, output)
+        inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+        swapped, scored = swap_context(batch, self.specials)
+        count = int(scored.sum())
+        if count:
+            answers = batch["labels"][scored]  # (count,)
+            swapped_logits = self.model(**swapped).prediction_logits[scored].float()  # (count, vocab)
+            figures["swap_loss"] = (F.cross_entropy(swapped_logits, answers), count)
+            figures["swap_own_loss"] = (F.cross_entropy(output.prediction_logits[scored].float(), answers), count)
+        real = batch["attention_mask"].bool()  # (batch, seq)
+        queries = real & ~torch.isin(batch["input_ids"], self.specials.ids.to(real.device)) | (
+            batch["input_ids"] == self.specials.mask
+        )  # (batch, seq): words and [MASK]
+        is_sep = batch["input_ids"] == self.specials.sep  # (batch, seq)
+        n = int(queries.sum())
+        if n:
+            attentions = self.model(**inputs, output_attentions=True).bert.attentions  # layers x (b, heads, q, k)
+            for layer, weights in enumerate(attentions):
+                to_sep = (weights * is_sep[:, None, None, :]).sum(-1)  # (batch, heads, q)
+                for head in range(weights.shape[1]):
+                    figures[f"sep_attention_{layer}_{head}"] = (to_sep[:, head][queries].float().mean(), n)
+            uniform = is_sep.sum(-1, keepdim=True) / real.sum(-1, keepdim=True)  # (batch, 1)
+            figures["sep_uniform"] = (uniform.expand_as(queries)[queries].float().mean(), n)
+        return figures
+
+
+def neighbour_attention(model, batches) -> torch.Tensor:
+    """(layers, heads, 2): each head's mean attention from a token to the token before it and to the one after.
+
+    Over every real token of ``batches`` that has a real neighbour on that side ([CLS], [SEP], [MASK]
+    included). Uniform attention over a pair of ``n`` real tokens gives each neighbour ``1/n``; a
+    previous-token head gives the token before most of its attention.
+    """
+    device = _device_of(model)
+    was_training = model.training
+    model.eval()
+    sums, counts = None, torch.zeros(2)
+    try:
+        with torch.no_grad():
+            for batch in batches:
+                inputs = {k: batch[k].to(device) for k in ("input_ids", "attention_mask", "token_type_ids")}
+                weights = torch.stack(model(**inputs, output_attentions=True).bert.attentions).cpu()  # (L, b, H, q, k)
+                real = batch["attention_mask"].bool()  # (batch, seq)
+                pairs = real[:, 1:] & real[:, :-1]  # (batch, seq - 1): position i + 1 and i both real
+                before = torch.diagonal(weights, offset=-1, dim1=-2, dim2=-1)  # (L, b, H, seq - 1): i + 1 -> i
+                after = torch.diagonal(weights, offset=1, dim1=-2, dim2=-1)  # (L, b, H, seq - 1): i -> i + 1
+                both = torch.stack([before, after], dim=-1)  # (L, b, H, seq - 1, 2)
+                total = (both * pairs[None, :, None, :, None]).sum(dim=(1, 3)).double()  # (L, H, 2)
+                sums = total if sums is None else sums + total
+                counts += int(pairs.sum())
+    finally:
+        model.train(was_training)
+    if sums is None or not counts[0]:
+        raise ValueError("`batches` hold no two neighbouring real tokens: there is nothing to measure.")
+    return (sums / counts.double()).float()
 
 
 def balanced_nsp_accuracy(figures: dict[str, float]) -> float:

@@ -12,7 +12,7 @@ import torch
 
 from .._validation import describe, require_integer_tensor
 from .checks import require_documents, require_generator, require_positions, require_share
-from .masking import mask_tokens
+from .masking import mask_tokens, require_corrupt
 from .vocabulary import SpecialIds, require_specials
 
 MAX_LENGTH = 48  # notebook 09's [CLS] A [SEP] B [SEP], in tokens
@@ -81,11 +81,13 @@ def collate_pairs(
     generator: torch.Generator,
     max_length: int = MAX_LENGTH,
     mlm_probability: float = 0.15,
+    corrupt=None,
 ):
     """(A, B, label) pairs -> the batch ``BertForPreTraining`` takes, MLM-masked.
 
     Returns a dict of (batch, seq) long tensors ``input_ids``, ``attention_mask``, ``token_type_ids``,
     ``labels`` and the (batch,) ``next_sentence_label``; seq is the longest pair, at most ``max_length``.
+    ``corrupt``: the 80/10/10 rule ``mask_tokens`` applies (None: the package's ``mlm_corrupt``).
     """
     require_specials(specials)
     require_generator(generator)
@@ -106,7 +108,7 @@ def collate_pairs(
         input_ids[i, : len(ids)] = ids
         token_type_ids[i, first : len(ids)] = 1  # B [SEP]
         attention_mask[i, : len(ids)] = 1
-    masked, labels = mask_tokens(input_ids, specials, generator=generator, probability=mlm_probability)
+    masked, labels = mask_tokens(input_ids, specials, generator=generator, probability=mlm_probability, corrupt=corrupt)
     return {
         "input_ids": masked,
         "attention_mask": attention_mask,
@@ -121,6 +123,8 @@ class PretrainingCollator:
 
     ``collator.positions`` lists every possible sentence A (``pair_positions``): the examples of one
     epoch. ``training.SeededBatches(collator.positions, batch_size, collator, seed)`` orders them.
+    ``corrupt``: the 80/10/10 rule, with ``mlm_corrupt``'s signature (None: the package's); notebook 09
+    trains with the learner's.
     """
 
     def __init__(
@@ -131,8 +135,11 @@ class PretrainingCollator:
         max_length: int = MAX_LENGTH,
         mlm_probability: float = 0.15,
         next_probability: float = 0.5,
+        corrupt=None,
     ):
         self.documents = require_documents(documents)
+        require_corrupt(corrupt)
+        self.corrupt = corrupt
         require_specials(specials)
         require_max_length(max_length)
         require_share("mlm_probability", mlm_probability)
@@ -146,7 +153,12 @@ class PretrainingCollator:
     def __call__(self, positions, generator: torch.Generator) -> dict[str, torch.Tensor]:
         pairs = sample_nsp_pairs(self.documents, positions, generator=generator, next_probability=self.next_probability)
         return collate_pairs(
-            pairs, self.specials, generator=generator, max_length=self.max_length, mlm_probability=self.mlm_probability
+            pairs,
+            self.specials,
+            generator=generator,
+            max_length=self.max_length,
+            mlm_probability=self.mlm_probability,
+            corrupt=self.corrupt,
         )
 
 

@@ -6,9 +6,8 @@ it); the other choices come from exploratory runs while the recipe was written (
 
 - **Short pairs first, then long ones.** BERT trained 90% of its steps on sequences of 128 tokens and
   the last 10% on 512. We do the same at our scale: ``SHORT_LENGTH`` (16) tokens for ``SHORT_SHARE`` of
-  the steps, then ``MAX_LENGTH`` (48). A likely reason it matters: at the start attention is nearly
-  uniform, so a [MASK] sees the mean of its whole pair; in 16 tokens its neighbours are a large part of
-  that mean, in 48 a small one. In the committed control, 600 steps at 48 tokens stayed within about
+  the steps, then ``MAX_LENGTH`` (48): in 16 tokens a [MASK]'s neighbours are a larger part of what it
+  can attend to. In the committed control, 600 steps at 48 tokens stayed within about
   0.1 nats of the unigram line; short pairs first was 0.30 below it on 16-token pairs.
 - The same number of tokens per step in both phases: ``SHORT_BATCH`` pairs of 16, ``BATCH`` of 48.
 - AdamW at a peak of ``LR`` = 1e-3, 10% warm-up, linear decay. In the exploratory runs at 48 tokens,
@@ -346,11 +345,12 @@ def load_long_control(path=LONG_CONTROL) -> dict:
     )
 
 
-def break_out_step(evals: list[dict], unigram_loss: float, margin: float = 0.1, consecutive: int = 2):
+def break_out_step(evals: list[dict], baseline_loss: float, margin: float = 0.1, consecutive: int = 2):
     """The first evaluated step from which ``consecutive`` evaluations in a row have a [MASK]-only loss
-    ``margin`` nats below ``unigram_loss`` (None if none): one noisy evaluation is not a break-out."""
+    ``margin`` nats below ``baseline_loss`` (None if none): one noisy evaluation is not a break-out. Pass the
+    strongest context-free baseline on the same positions (the position baseline, ``mlm_baselines``)."""
     require_positive_int("consecutive", consecutive)
-    below = [e["mask_loss"] < unigram_loss - margin for e in evals]
+    below = [e["mask_loss"] < baseline_loss - margin for e in evals]
     return next(
         (evals[i]["step"] for i in range(len(evals) - consecutive + 1) if all(below[i : i + consecutive])), None
     )
