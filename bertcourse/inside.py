@@ -12,8 +12,8 @@ or a model that holds one as ``.bert``, such as ``BertForPreTraining``):
                          ``query`` and ``key`` maps, and agree with the model's attention maps.
 ``head_directions``      the same scores in a basis the head itself defines: a single dimension of q
                          means nothing (rotate q and k by one orthogonal matrix and every score stays),
-                         but the singular directions of the bilinear form W_Q W_K^T (bias included)
-                         do not depend on any choice of axes.
+                         and the singular directions of the bilinear form W_Q W_K^T (bias included)
+                         are the head's own only up to how its bias is folded in (``bias_scale``).
 ``head_role_scores``     how much of each head's attention goes to a role's target tokens (the previous
                          token, the next, [CLS], [SEP], the same word elsewhere, punctuation), pooled
                          over a set of sentences; ``role_score`` is the same for one attention map.
@@ -35,7 +35,7 @@ The sentences these measurements run on are data here, not in the notebook: ``PR
 (50 sentences, many with repeated words), ``ABLATION_PAIRS`` (24 sentence pairs: paraphrases, pairs
 on one topic that say different things, unrelated pairs), ``WORD_ORDER_PAIRS`` (24 pairs of the same
 word pieces in an order that changes the meaning) and ``PARAPHRASE_PAIRS`` (24 paraphrases in other
-words), ``WORD_PIECE_SENTENCES`` (20 sentences full of words the vocabulary splits into pieces) and
+words), ``WORD_PIECE_SENTENCES`` (20 sentences of rare words, 15 of them split into pieces) and
 ``DETERMINER_PHRASES`` (20 determiners, each with its noun two or three tokens on).
 
 Everything is deterministic: no sampling, the model in ``eval()`` mode (these functions refuse a model
@@ -239,7 +239,7 @@ DETERMINER_PHRASES = (
     ("A famous singer came to town.", ((1, 3),)),
 )
 
-# Sentences full of words the WordPiece vocabulary splits ("catalogue ##d", "un ##bel ##ie ##va ##bly").
+# Sentences of rare words, 15 of the 20 split by the WordPiece vocabulary ("catalogue ##d", "un ##bel ##ie ##va ##bly").
 WORD_PIECE_SENTENCES = (
     "The archaeologist catalogued the pottery shards.",
     "Unbelievably, the reconfiguration succeeded.",

@@ -160,8 +160,8 @@ class NeuronViewExplorer(Explorer):
     ``basis`` chooses the coordinates: "dimensions", the head's 32 numbers as the model computes
     them, or "directions", the same vectors along the singular directions of W_Q W_K^T, strongest
     first (``bertcourse.inside.head_directions``). A dimension depends on an arbitrary choice of axes
-    (rotate q and k alike and no score changes); the directions do not. The product sums to the
-    same score in both.
+    (rotate q and k alike and no score changes); the directions do not, but they change with how the
+    bias is folded in (``bias_scale``). The product sums to the same score in both.
 
     Controls: ``text``, ``layer``, ``head``, ``query``, ``key`` (token positions; the lists follow
     the sentence), ``basis``. ``key=None`` starts on the key the query attends to most. ``drawn``:
