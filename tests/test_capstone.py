@@ -197,6 +197,24 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     assert compare(pieces, *setting).matches
 
 
+def test_each_piece_is_checked_alone_and_my_prefixed_answers_count(tmp_path):
+    path = _write(
+        tmp_path,
+        """
+def my_layer_norm(x, weight, bias, eps=1e-12):
+    return weight * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + bias
+
+
+def post_ln_layer(x, attention, feed_forward, ln1_weight, ln1_bias, ln2_weight, ln2_bias, eps=1e-12):
+    h = layer_norm(x + attention(x), ln1_weight, ln1_bias, eps)
+    return bc.layer_norm(h + feed_forward(h), ln2_weight, ln2_bias, eps)
+""",
+    )
+    pieces = load_pieces(path, record=False)
+    assert pieces.mine == {"layer_norm", "post_ln_layer"}  # my_layer_norm, pasted as notebook 06 named it
+    assert not pieces.verdicts["layer_norm"].passed and pieces.verdicts["post_ln_layer"].passed  # bc: imported
+
+
 def test_a_file_that_does_not_import_says_where_in_one_line(tmp_path):
     path = _write(tmp_path, "def split_heads(x, num_heads):\n    return x.view(\n")
     pieces = load_pieces(path, record=False)
@@ -218,7 +236,7 @@ def _masked_softmax_nan_on_empty_rows(scores, mask=None):
 def test_a_piece_wrong_only_off_this_batch_is_reported_when_every_step_matches(setting):
     report = compare(load_pieces({"masked_softmax": _masked_softmax_nan_on_empty_rows}), *setting)
     assert report.matches, report.text
-    assert "But your `masked_softmax` fails its own check: it is wrong on an input this batch does not have" in (
+    assert "But your `masked_softmax` fails its own check, which tries inputs (and gradients) this batch" in (
         report.text
     )
 

@@ -177,7 +177,7 @@ def _compared(pieces, ours, theirs, pieces_of, step, failed) -> Report:
     ]
     for name in (name for name in PIECES if name in pieces.mine and not pieces.verdicts[name].passed):
         lines += [
-            f"But your `{name}` fails its own check: it is wrong on an input this batch does not have. Its check:",
+            f"But your `{name}` fails its own check, which tries inputs (and gradients) this batch does not:",
             pieces.verdicts[name].message,
             f"Go back to {notebook_of(name)}.",
         ]

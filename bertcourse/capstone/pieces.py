@@ -148,8 +148,10 @@ def load_pieces(source=None, *, record: bool = True) -> Pieces:
     ``record=False``: the checks leave no verdict for ``progress()`` or the grader (a scratch file, a demo).
 
     A file that does not import gives no pieces and says why in one line (``problem``, shown by ``table()``).
-    In a module, a written piece that calls one still unwritten (``scaled_dot_product_attention`` calling an
-    unwritten ``masked_softmax``) runs with the reference in that place: the module's name is bound to it."""
+    In a module, each piece is checked alone (the other pieces it calls bound to the references meanwhile), a
+    function ``my_<name>`` (an answer pasted as a notebook wrote it) is the piece ``name``, and a written piece that
+    calls one still unwritten (``scaled_dot_product_attention`` calling an unwritten ``masked_softmax``) runs with
+    the reference in that place: the module's name is bound to it."""
     if not record:
         with _not_recorded():
             return load_pieces(source)
@@ -166,12 +168,12 @@ def load_pieces(source=None, *, record: bool = True) -> Pieces:
             continue
         if not callable(function):
             raise TypeError(f"`{name}` in your pieces must be a function, got {describe(function)}.")
-        verdicts[name] = registry.check(name, function)
-    suspects = {name for name, verdict in verdicts.items() if verdict.status == NOT_ATTEMPTED}
-    unwritten = suspects
-    if suspects and isinstance(source, types.ModuleType):
-        unwritten = _bind_to_references(source, suspects)
-        verdicts.update({name: registry.check(name, functions_found[name]) for name in suspects - unwritten})
+        with _others_as_references(source, name):  # each piece judged alone, not by the pieces it calls
+            verdicts[name] = registry.check(name, function)
+    unwritten = {name for name, verdict in verdicts.items() if verdict.status == NOT_ATTEMPTED}
+    if isinstance(source, types.ModuleType):
+        for name in unwritten:
+            setattr(source, name, registry.EXERCISES[name].reference)  # a written piece calling it runs the reference
     borrowed = {}
     for name, verdict in verdicts.items():
         if verdict.status != NOT_ATTEMPTED:
@@ -200,19 +202,21 @@ def _names_used(function) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _bind_to_references(module: types.ModuleType, suspects: set) -> set:
-    """Bind, in ``module``, the pieces whose check said "not attempted" to the references, and return those
-    still unwritten: a piece that says "not attempted" even with every suspect bound to the reference raised
-    its own ``NotImplementedError``; the others raised one of a piece they call, and get their name back."""
-    functions = {name: getattr(module, name) for name in suspects}
-    references = _references()
-    for name in suspects:
-        setattr(module, name, references[name])
-    with _not_recorded():
-        unwritten = {name for name in suspects if registry.check(name, functions[name]).status == NOT_ATTEMPTED}
-    for name in suspects - unwritten:
-        setattr(module, name, functions[name])  # written after all: the learner's own, for the pieces calling it
-    return unwritten
+@contextlib.contextmanager
+def _others_as_references(source, name: str):
+    """Inside, every piece of module ``source`` but ``name`` is bound to the package's reference: a learner's piece
+    that calls another is checked on its own (a wrong ``layer_norm`` fails ``layer_norm``, not ``post_ln_layer``)."""
+    if not isinstance(source, types.ModuleType):
+        yield
+        return
+    saved = {other: getattr(source, other) for other in PIECES if other != name and hasattr(source, other)}
+    try:
+        for other in saved:
+            setattr(source, other, registry.EXERCISES[other].reference)
+        yield
+    finally:
+        for other, function in saved.items():
+            setattr(source, other, function)
 
 
 def _functions_of(source) -> dict:
@@ -223,6 +227,10 @@ def _functions_of(source) -> dict:
         if unknown:
             raise ValueError(f"unknown pieces {unknown}; the pieces are: {', '.join(PIECES)}.")
         return dict(source)
+    if isinstance(source, types.ModuleType):  # an answer pasted as the notebook wrote it, my_<name>, counts too
+        for name in PIECES:
+            if callable(getattr(source, f"my_{name}", None)):
+                setattr(source, name, getattr(source, f"my_{name}"))
     if isinstance(source, types.ModuleType) or hasattr(source, "__dict__"):
         return {name: getattr(source, name) for name in PIECES if hasattr(source, name)}
     raise TypeError(

@@ -38,6 +38,8 @@ import math
 
 import torch
 import torch.nn.functional as F
+
+import bertcourse as bc
 '''
 
 
