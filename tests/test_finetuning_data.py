@@ -176,6 +176,16 @@ def test_tagging_collator_labels_first_pieces(tok):
     assert model(**batch).loss.dim() == 0
 
 
+def test_the_word_list_rule_tags_the_words_labelled_names_more_often_than_not():
+    text = "So Jack Sparrow sails. So the Pearl sails. So a jack lifts. So the jack falls."
+    examples = ft.name_tagging_examples([text])
+    word_list = ft.name_word_list(examples)
+    assert word_list == {"sparrow", "pearl"}  # "jack": a name once, O twice; "So" opens sentences: no label
+    assert ft.word_list_labels(["the", "PEARL", "and", "Sparrow", "Pearl", "sails"], word_list) == [0, 1, 0, 1, 2, 0]
+    with pytest.raises(TypeError, match=r"each sentence must be a non-empty list of words"):
+        ft.word_list_labels("the Pearl", word_list)
+
+
 @pytest.mark.parametrize(
     "examples, error, match",
     [

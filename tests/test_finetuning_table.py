@@ -163,6 +163,19 @@ def test_the_script_writes_and_merges_its_table(tmp_path, capsys):
         table.run(["nope"])
 
 
+def test_the_label_curve_trains_both_baselines_on_the_same_nested_subsets():
+    features = torch.tensor([[1.0, 0.0] if y else [0.0, 1.0] for _, y in TRAIN])  # (16, 2): the label, readable
+    dev_features = torch.tensor([[1.0, 0.0] if y else [0.0, 1.0] for _, y in TEST])  # (2, 2)
+    curve = table.label_curve(features, TRAIN, dev_features, TEST, sizes=(4, 16), subsets=2)
+    assert list(curve) == [4, 16] and all(len(v) == 2 for sizes in curve.values() for v in sizes.values())
+    assert curve[16]["probe"] == [1.0, 1.0] and curve[16]["bag_of_words"] == [1.0, 1.0]  # every review: learnable
+    assert all(0 <= a <= 1 for a in curve[4]["bag_of_words"] + curve[4]["probe"])
+    with pytest.raises(ValueError, match=r"one feature row per example: 2 rows for 16 examples"):
+        table.label_curve(features[:2], TRAIN, dev_features, TEST)
+    with pytest.raises(ValueError, match=r"`sizes` must be between 1 and 16"):
+        table.label_curve(features, TRAIN, dev_features, TEST, sizes=(32,))
+
+
 def test_choose_on_dev_averages_each_rate_over_its_seeds():
     runs = [
         {"lr": 1e-3, "seed": 0, "dev": 0.80, "test": 0.70},  # the single best dev run, but a worse mean
@@ -213,6 +226,16 @@ def test_the_committed_table_has_every_row_of_the_notebook():
         "over",
         "seeds",
     ]
+    assert table.format_table(committed["rows"], seconds=False).splitlines()[0].split() == [
+        "model",
+        "examples",
+        "steps",
+        "lr",
+        "accuracy",
+        "over",
+        "seeds",
+    ]
+    assert all(" - " not in line for line in text.splitlines() if "fine-tuned" in line)  # every such row has its rate
     with pytest.raises(FileNotFoundError, match=r"run `python -m bertcourse.finetuning.table`"):
         table.load_table("missing.json")
 

@@ -46,6 +46,8 @@ from .tagging import (
     entity_scores,
     name_spans,
     name_tagging_examples,
+    name_word_list,
+    word_list_labels,
     word_predictions,
 )
 
@@ -87,5 +89,7 @@ __all__ = [
     "entity_scores",
     "name_spans",
     "name_tagging_examples",
+    "name_word_list",
+    "word_list_labels",
     "word_predictions",
 ]

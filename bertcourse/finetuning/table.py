@@ -87,10 +87,10 @@ TITLES = {
 ROWS = tuple(TITLES)
 SEEDED_ROWS = ("tiny_pretrained", "tiny_random", "minilm_random")
 
-# The recipes. MiniLM: one epoch (a small model takes a larger rate than BERT-base's 2e-5 to 5e-5), 10% warm-up
-# then linear decay, the rate chosen on dev from RATES["minilm_fine_tuned"]. The tiny BERT and the MiniLM-sized
-# random model: SCRATCH_RECIPE, the same for the three rows, at most 48 pieces (the tiny BERT's position table),
-# each row's rate chosen on dev from its own RATES entry.
+# The recipes. MiniLM: one epoch, 10% warm-up then linear decay, the rate chosen on dev from
+# RATES["minilm_fine_tuned"] (BERT-base is usually tuned at 2e-5 to 5e-5; those rates are not tried here). The
+# tiny BERT and the MiniLM-sized random model: SCRATCH_RECIPE, the same for the three rows, at most 48 pieces (the
+# tiny BERT's position table), each row's rate chosen on dev from its own RATES entry.
 MINILM_RECIPE = {"epochs": 1, "batch_size": 32, "lr": 3e-4}
 SCRATCH_RECIPE = {"epochs": 3, "batch_size": 32, "max_length": 48}
 RATES = {
@@ -102,6 +102,7 @@ RATES = {
 SEEDS = (0, 1, 2)
 BAG_OF_WORDS_RECIPE = {"steps": 600, "batch_size": 64, "lr": 0.02}
 PROBE_RECIPE = {"steps": 300, "batch_size": 64, "lr": 0.01}
+LABEL_COUNTS = (64, 128, 256, 512)  # the label curve's training-set sizes
 
 
 def _row(name: str, examples: int, steps: int, started: tuple[float, float], accuracy: float) -> dict:
@@ -162,6 +163,37 @@ def train_probe(features, labels, seed: int = 0) -> LinearProbe:
 def probe_accuracy(probe: LinearProbe, features, labels) -> float:
     """The accuracy of a trained probe on fixed features."""
     return evaluate(probe, [probe.collate(LinearProbe.examples(features, labels))], classification_metrics)["accuracy"]
+
+
+def label_curve(
+    features, examples, dev_features, dev_examples, sizes=LABEL_COUNTS, subsets: int = 3
+) -> dict[int, dict[str, list[float]]]:
+    """What pretraining is worth in labels: the bag of words against a linear probe on a frozen encoder's features.
+
+    For each size n of ``sizes`` and each subset k < ``subsets``, both train on the same n examples, the first n
+    of a permutation of ``examples`` seeded k (so one k's subsets are nested), with ``bag_of_words_row``'s and
+    ``train_probe``'s recipes, and are judged on ``dev_examples``. ``features`` (len(examples), hidden) and
+    ``dev_features`` (len(dev_examples), hidden) hold one row per example, e.g. ``sentence_features(...)["mean"]``.
+    Returns ``{n: {"bag_of_words": [accuracy per subset], "probe": [accuracy per subset]}}``.
+    """
+    if len(features) != len(examples) or len(dev_features) != len(dev_examples):
+        raise ValueError(
+            f"one feature row per example: {len(features)} rows for {len(examples)} examples, "
+            f"{len(dev_features)} dev rows for {len(dev_examples)} dev examples."
+        )
+    if not sizes or any(not 0 < n <= len(examples) for n in sizes) or subsets < 1:
+        raise ValueError(f"`sizes` must be between 1 and {len(examples)}, and `subsets` at least 1.")
+    dev_labels = [y for _, y in dev_examples]
+    curve = {n: {"bag_of_words": [], "probe": []} for n in sizes}
+    for k in range(subsets):
+        order = torch.randperm(len(examples), generator=torch.Generator().manual_seed(k)).tolist()
+        for n in sizes:
+            chosen = order[:n]
+            subset = [examples[i] for i in chosen]
+            curve[n]["bag_of_words"].append(bag_of_words_row(subset, dev_examples, seed=k)["accuracy"])
+            probe = train_probe(features[chosen], [y for _, y in subset], seed=k)
+            curve[n]["probe"].append(round(probe_accuracy(probe, dev_features, dev_labels), 4))
+    return curve
 
 
 def frozen_probe_row(
@@ -577,20 +609,21 @@ def load_table(path=TABLE_FILE) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def format_table(rows: list[dict]) -> str:
-    """The rows as an aligned text table: model, examples, steps, seconds (wall clock and CPU), the rate, test
-    accuracy, and for the rows over seeds the number of seeds and their lowest and highest accuracy."""
-    lines = [
-        f"{'model':<49} {'examples':>8} {'steps':>5} {'seconds':>7} {'CPU s':>6} {'lr':>5} {'accuracy':>8}  over seeds"
-    ]
+def format_table(rows: list[dict], seconds: bool = True) -> str:
+    """The rows as an aligned text table: model, examples, steps, seconds (wall clock and CPU; left out with
+    ``seconds=False``), the rate, test accuracy, and for the rows over seeds the number of seeds and their lowest
+    and highest accuracy."""
+    timing = f" {'seconds':>7} {'CPU s':>6}" if seconds else ""
+    lines = [f"{'model':<49} {'examples':>8} {'steps':>5}{timing} {'lr':>5} {'accuracy':>8}  over seeds"]
     for row in rows:
         lr = rate_key(row["lr"]).replace("e-0", "e-") if "lr" in row else "-"
         spread = ""
         if len(row.get("test_accuracies", ())) > 1:
             spread = f"{len(row['test_accuracies'])}: {100 * row['accuracy_min']:.1f}-{100 * row['accuracy_max']:.1f}%"
+        timing = f" {row['seconds']:>7.1f} {row.get('cpu_seconds', float('nan')):>6.1f}" if seconds else ""
         lines.append(
-            f"{row['model']:<49} {row['examples']:>8,} {row['steps']:>5,} {row['seconds']:>7.1f} "
-            f"{row.get('cpu_seconds', float('nan')):>6.1f} {lr:>5} {100 * row['accuracy']:>7.1f}%  {spread}".rstrip()
+            f"{row['model']:<49} {row['examples']:>8,} {row['steps']:>5,}{timing} {lr:>5} "
+            f"{100 * row['accuracy']:>7.1f}%  {spread}".rstrip()
         )
     return "\n".join(lines)
 

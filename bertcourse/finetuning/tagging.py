@@ -15,7 +15,8 @@
 
 ``encode_words`` tokenizes already-split words and keeps each piece's word id
 (``WordPieceTokenizer.encodings``); ``TaggingCollator`` aligns the word labels to the pieces;
-``name_spans`` and ``entity_scores`` judge whole names, as named-entity scores do.
+``name_spans`` and ``entity_scores`` judge whole names, as named-entity scores do; ``name_word_list`` and
+``word_list_labels`` are the baseline with the same labels and no model: a list of the words labelled names.
 """
 
 from __future__ import annotations
@@ -147,6 +148,33 @@ def _name_labels(words: list[str]) -> list[int]:
             labels.append(NAME_LABELS.index("I-NAME"))
         else:
             labels.append(NAME_LABELS.index("B-NAME"))
+    return labels
+
+
+def name_word_list(examples) -> set[str]:
+    """A word-list rule's list: the lowercased words that ``examples`` ((words, labels) pairs) label B-NAME or
+    I-NAME more often than O. The baseline a tagger must beat with the same labels: a lookup, no context."""
+    if not isinstance(examples, (list, tuple)):
+        raise TypeError(f"`examples` must be a list of (words, labels) pairs, got {describe(examples)}.")
+    named, plain = {}, {}
+    for words, labels in examples:
+        require_words(words)
+        for word, label in zip(words, labels, strict=True):
+            counts = plain if label == NAME_LABELS.index("O") else named if label > 0 else None
+            if counts is not None:
+                counts[word.lower()] = counts.get(word.lower(), 0) + 1
+    return {word for word, n in named.items() if n > plain.get(word, 0)}
+
+
+def word_list_labels(words, word_list) -> list[int]:
+    """The word-list rule's labels for one sentence, read lowercased (as the uncased tagger reads it): a listed
+    word is B-NAME, or I-NAME right after another listed word; every other word is O."""
+    require_words(words)
+    labels = []
+    for word in words:
+        listed = word.lower() in word_list
+        after_name = bool(labels) and labels[-1] != NAME_LABELS.index("O")
+        labels.append(NAME_LABELS.index("I-NAME" if after_name else "B-NAME") if listed else NAME_LABELS.index("O"))
     return labels
 
 
