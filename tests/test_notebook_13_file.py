@@ -84,7 +84,7 @@ def test_every_piece_wrong_the_notebook_still_runs_to_its_end(tmp_path):
     assert table.startswith("12 of 12 pieces are yours") and "✅" not in table, table
     report = _text(nb, "report = compare(pieces, hf, batch)")
     assert report.startswith("First difference: embeddings: LayerNorm") and "your `layer_norm`" in report, report
-    assert "the package's pieces until yours match" in _text(nb, "working = pieces if report.matches")
+    assert "the package's pieces until yours pass" in _text(nb, "working = pieces if report.matches")
 
 
 @pytest.fixture(scope="module")
