@@ -188,14 +188,7 @@ WORD_ORDER_PAIRS = (
 
 # Paraphrases: the same meaning in other words.
 PARAPHRASE_PAIRS = (
-    ("How old are you?", "What is your age?"),
-    ("He is a physician.", "He works as a doctor."),
-    ("The cat is sleeping on the sofa.", "A kitten naps on the couch."),
-    ("Stock markets fell sharply today.", "Share prices dropped at the close."),
-    ("The train was cancelled because of the snow.", "Snow forced the railway to call off the train."),
-    ("She finished the report before lunch.", "The report was done by midday."),
-    ("The children are playing in the garden.", "Kids play outside in the yard."),
-    ("I can't find my keys anywhere.", "My keys are missing."),
+    *ABLATION_PAIRS[:8],  # the ablation set's eight paraphrases, then sixteen more
     ("The meeting has been postponed.", "The meeting was moved to a later date."),
     ("He bought a new car.", "He purchased a new vehicle."),
     ("It is raining heavily outside.", "There is a downpour out there."),
